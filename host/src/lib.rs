@@ -1,0 +1,14 @@
+//! Paddock: a WebAssembly plugin host for sandboxed MCP servers.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the map of these modules and their invariants.
+
+pub mod cli;
+pub mod config;
+pub mod jsonrpc;
+pub mod plugin;
+pub mod policy;
+pub mod protocol;
+pub mod router;
+pub mod runtime;
+pub mod session;
+pub mod transport;

@@ -1,0 +1,225 @@
+//! The seam between the router and whatever serves a plugin: the `Plugin` trait, the
+//! catalog a plugin declares at load time, the per-request `CallContext`, and `PluginError`.
+//!
+//! `runtime::WasmPlugin` implements `Plugin` with wasmtime; session and router tests use
+//! fakes with no wasm at all. Names here are the plugin's own names: the router adds and
+//! strips the exposed prefix.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::mpsc;
+
+use crate::protocol::{
+    CallToolResult, Completion, CompletionRequest, GetPromptResult, Icon, Prompt, Resource, ResourceContents,
+    ResourceTemplate, Tool,
+};
+
+/// A boxed future, for object-safe async trait methods.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a plugin asks its operator for (from its `metadata.info` export). Informational only:
+/// the grant decides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestedCapabilities {
+    /// `(guest path, writable, reason)`.
+    pub files: Vec<FileRequest>,
+    /// `scheme://host[:port]` patterns.
+    pub network: Vec<String>,
+    /// Environment variable names.
+    pub env: Vec<String>,
+}
+
+/// A directory a plugin would like to see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRequest {
+    pub guest_path: String,
+    pub writable: bool,
+    pub reason: Option<String>,
+}
+
+/// What a plugin says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct PluginInfo {
+    pub name: String,
+    pub version: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub instructions: Option<String>,
+    pub website_url: Option<String>,
+    pub icons: Vec<Icon>,
+    pub requests: RequestedCapabilities,
+}
+
+/// Everything a plugin declares once, at load time, already validated. Names are the plugin's own.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub info: PluginInfo,
+    pub tools: Vec<Tool>,
+    pub resources: Vec<Resource>,
+    pub resource_templates: Vec<ResourceTemplate>,
+    pub prompts: Vec<Prompt>,
+}
+
+/// Levels of RFC 5424, lowest first, as MCP's `logging` uses them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    /// All levels, lowest first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The MCP wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// Parses an MCP wire name.
+    pub fn parse(name: &str) -> Option<LogLevel> {
+        LogLevel::ALL.into_iter().find(|level| level.as_str() == name)
+    }
+}
+
+/// Something a plugin reported while serving a request; the session decides whether the client
+/// hears about it (progress only with a progress token, logs only at or above the client's level).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    Log { level: LogLevel, logger: Option<String>, data: String },
+    Progress { progress: f64, total: Option<f64>, message: Option<String> },
+}
+
+/// Per-request context handed to a plugin call.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The JSON-RPC id of the request, as text, for logs.
+    pub request_id: String,
+    cancelled: Arc<AtomicBool>,
+    events: Option<mpsc::UnboundedSender<CallEvent>>,
+}
+
+impl CallContext {
+    /// A context whose events go to `events` (when given).
+    pub fn new(request_id: impl Into<String>, events: Option<mpsc::UnboundedSender<CallEvent>>) -> Self {
+        CallContext { request_id: request_id.into(), cancelled: Arc::new(AtomicBool::new(false)), events }
+    }
+
+    /// A context nobody listens to (for `paddock call` and tests).
+    pub fn detached(request_id: impl Into<String>) -> Self {
+        CallContext::new(request_id, None)
+    }
+
+    /// Marks the request cancelled; the plugin sees it through `is-cancelled`.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+
+    /// Whether the client cancelled the request.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Reports an event; dropped silently when nobody listens.
+    pub fn emit(&self, event: CallEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+}
+
+/// Why a plugin request failed. The router and session map each variant to the wire:
+/// for `tools/call`, `Trap`/`Timeout`/`Limit`/`Failed` become `isError` results.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum PluginError {
+    /// The plugin has no tool, resource or prompt by that name or URI.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The plugin rejected the arguments.
+    #[error("invalid params: {0}")]
+    InvalidParams(String),
+    /// The plugin reported a failure.
+    #[error("{0}")]
+    Failed(String),
+    /// The guest trapped (panic, abort, stack overflow, unreachable).
+    #[error("plugin crashed: {0}")]
+    Trap(String),
+    /// The call ran past its deadline and was stopped.
+    #[error("plugin timed out after {ms} ms")]
+    Timeout { ms: u64 },
+    /// A resource limit was hit (memory, output size, instances).
+    #[error("plugin exceeded its {limit} limit")]
+    Limit { limit: &'static str },
+    /// The plugin returned something the host refuses to pass on.
+    #[error("plugin returned malformed output: {0}")]
+    MalformedOutput(String),
+    /// The host could not run the plugin at all.
+    #[error("plugin unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A loaded plugin, as the router sees it.
+pub trait Plugin: Send + Sync {
+    /// The plugin's id: its file stem, unique in the folder.
+    fn id(&self) -> &str;
+
+    /// What the plugin declared at load time.
+    fn catalog(&self) -> &Catalog;
+
+    /// Runs a tool by the plugin's own name; `arguments` is JSON object text.
+    fn call_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a str,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<CallToolResult, PluginError>>;
+
+    /// Reads a resource by URI.
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>>;
+
+    /// Renders a prompt by the plugin's own name.
+    fn get_prompt<'a>(
+        &'a self,
+        prompt: &'a str,
+        arguments: &'a [(String, String)],
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<GetPromptResult, PluginError>>;
+
+    /// Completes an argument of a prompt or resource template.
+    fn complete<'a>(
+        &'a self,
+        request: &'a CompletionRequest,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Completion, PluginError>>;
+}

@@ -1,0 +1,59 @@
+//! Drives `paddock serve` with the official MCP Python SDK client in both protocol eras.
+
+use std::process::Stdio;
+
+use paddock_tests::{PluginDir, WAIT, paddock_bin, repo_root, sample_wasm, test_cache_dir};
+
+/// The venv interpreter with `mcp` installed (`scripts/test` creates it and sets this variable).
+fn python() -> Option<String> {
+    match std::env::var("PADDOCK_TEST_PYTHON") {
+        Ok(python) => Some(python),
+        Err(_) if std::env::var_os("CI").is_some() => panic!("PADDOCK_TEST_PYTHON must be set in CI (scripts/test sets it)"),
+        Err(_) => {
+            eprintln!("skipped: PADDOCK_TEST_PYTHON is not set; run scripts/test to install the Python client");
+            None
+        }
+    }
+}
+
+async fn run_python_client(mode: &str) -> serde_json::Value {
+    let Some(python) = python() else { return serde_json::Value::Null };
+    let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+    let script = repo_root().join("tests/clients/py/e2e_stdio.py");
+    let child = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(paddock_bin())
+        .arg(plugins.path())
+        .arg(mode)
+        .env("PADDOCK_CACHE_DIR", test_cache_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn python client");
+    let out = tokio::time::timeout(WAIT, child.wait_with_output()).await.expect("python client finished in time").expect("python client ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python client failed ({mode}):\nstdout: {stdout}\nstderr: {stderr}");
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default()).expect("python client prints a JSON summary")
+}
+
+#[tokio::test]
+async fn python_client_legacy_lists_calls_reads_and_gets_prompts() {
+    let summary = run_python_client("legacy").await;
+    if summary.is_null() {
+        return;
+    }
+    assert_eq!(summary["protocol_version"], "2025-11-25");
+    assert_eq!(summary["echo"], "hello from python");
+}
+
+#[tokio::test]
+async fn python_client_2026_07_28_lists_calls_reads_and_gets_prompts() {
+    let summary = run_python_client("2026-07-28").await;
+    if summary.is_null() {
+        return;
+    }
+    assert_eq!(summary["protocol_version"], "2026-07-28");
+    assert_eq!(summary["echo"], "hello from python");
+}

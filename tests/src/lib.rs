@@ -1,0 +1,202 @@
+//! Test harness for end-to-end tests: finds the built `paddock` binary and plugin components,
+//! assembles plugin folders with grants, and drives `paddock serve` over stdio with timeouts.
+//!
+//! It never builds anything itself: `scripts/test` builds the host and the wasm workspaces
+//! first, and a missing artifact is a panic that says which command builds it.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// How long any single wait in an end-to-end test may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+}
+
+/// The `paddock` binary built in the same profile as this test.
+pub fn paddock_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current test executable");
+    // target/<profile>/deps/it-<hash> → target/<profile>/paddock
+    let profile_dir = exe.parent().and_then(Path::parent).expect("test binary lives in target/<profile>/deps");
+    let bin = profile_dir.join("paddock");
+    assert!(bin.exists(), "{} is missing: run `cargo build --release -p paddock` (scripts/test does)", bin.display());
+    bin
+}
+
+/// A sample plugin component from `sample-plugins/` (`text`, `files`, `fetch`).
+pub fn sample_wasm(name: &str) -> PathBuf {
+    let path = repo_root().join("sample-plugins/target/wasm32-wasip2/release").join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `scripts/build-plugins` (scripts/test does)", path.display());
+    path
+}
+
+/// A test-only fixture component from `tests/plugins/`.
+pub fn fixture_wasm(name: &str) -> PathBuf {
+    let path = repo_root().join("tests/plugins/target/wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
+    assert!(path.exists(), "{} is missing: run `scripts/build-plugins` (scripts/test does)", path.display());
+    path
+}
+
+/// A shared compiled-component cache for tests, so each plugin compiles once per run.
+pub fn test_cache_dir() -> PathBuf {
+    let dir = repo_root().join("target/paddock-test-cache");
+    std::fs::create_dir_all(&dir).expect("create test cache dir");
+    dir
+}
+
+/// A temporary plugins folder.
+#[derive(Debug)]
+pub struct PluginDir {
+    dir: tempfile::TempDir,
+}
+
+impl PluginDir {
+    /// An empty folder.
+    pub fn new() -> Self {
+        PluginDir { dir: tempfile::tempdir().expect("create temp plugin dir") }
+    }
+
+    /// The folder's path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Copies `wasm` into the folder as `<id>.wasm`.
+    pub fn add(self, id: &str, wasm: &Path) -> Self {
+        std::fs::copy(wasm, self.path().join(format!("{id}.wasm"))).expect("copy plugin");
+        self
+    }
+
+    /// Writes a file (for example `paddock.toml`, `<id>.toml` or a broken `.wasm`) into the folder.
+    pub fn write(self, name: &str, contents: impl AsRef<[u8]>) -> Self {
+        std::fs::write(self.path().join(name), contents).expect("write file in plugin dir");
+        self
+    }
+}
+
+impl Default for PluginDir {
+    fn default() -> Self {
+        PluginDir::new()
+    }
+}
+
+/// Runs `paddock` with `args` to completion (with a timeout) and returns (exit code, stdout, stderr).
+pub async fn run_paddock(args: &[&str]) -> Result<(i32, String, String)> {
+    let child = Command::new(paddock_bin())
+        .args(args)
+        .env("PADDOCK_CACHE_DIR", test_cache_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("spawn paddock")?;
+    let out = tokio::time::timeout(WAIT, child.wait_with_output()).await.context("paddock did not finish in time")??;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// `paddock serve DIR` over stdio, driven line by line.
+#[derive(Debug)]
+pub struct StdioHost {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    next_id: i64,
+}
+
+impl StdioHost {
+    /// Starts `paddock serve <dir>` with extra arguments; stderr is inherited for diagnostics.
+    pub fn start(dir: &Path, extra: &[&str]) -> Result<StdioHost> {
+        let mut child = Command::new(paddock_bin())
+            .arg("serve")
+            .arg(dir)
+            .args(extra)
+            .env("PADDOCK_CACHE_DIR", test_cache_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .context("spawn paddock serve")?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().context("stdout")?).lines();
+        Ok(StdioHost { child, stdin, stdout, next_id: 1 })
+    }
+
+    /// Writes one raw line.
+    pub async fn send_line(&mut self, line: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("stdin already closed")?;
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
+    /// Reads the next line from stdout; it must be one JSON value.
+    pub async fn recv(&mut self) -> Result<Value> {
+        let line = tokio::time::timeout(WAIT, self.stdout.next_line())
+            .await
+            .context("no message from paddock in time")??
+            .context("paddock closed stdout")?;
+        serde_json::from_str(&line).with_context(|| format!("stdout line is not JSON: {line:?}"))
+    }
+
+    /// Sends a request and returns its response, skipping notifications.
+    pub async fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&msg.to_string()).await?;
+        loop {
+            let reply = self.recv().await?;
+            if reply.get("id") == Some(&Value::from(id)) {
+                return Ok(reply);
+            }
+            if reply.get("method").is_none() {
+                bail!("unexpected reply while waiting for id {id}: {reply}");
+            }
+        }
+    }
+
+    /// Performs the legacy handshake at `version`.
+    pub async fn initialize(&mut self, version: &str) -> Result<Value> {
+        let reply = self
+            .request(
+                "initialize",
+                serde_json::json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}}),
+            )
+            .await?;
+        self.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await?;
+        Ok(reply)
+    }
+
+    /// Calls a tool (legacy session) and returns the `result` object.
+    pub async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
+        let reply = self.request("tools/call", serde_json::json!({"name": name, "arguments": arguments})).await?;
+        reply.get("result").cloned().with_context(|| format!("tools/call {name} failed: {reply}"))
+    }
+
+    /// Closes stdin and waits for the process to exit; returns its exit code.
+    pub async fn close(mut self) -> Result<i32> {
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(WAIT, self.child.wait()).await.context("paddock did not exit after EOF")??;
+        Ok(status.code().unwrap_or(-1))
+    }
+}
+
+/// The text of the first content block of a `tools/call` result.
+pub fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
