@@ -1,0 +1,126 @@
+//! Unit tests of configuration loading: merging, sizes and durations, and reporting every problem.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::values::{parse_duration, parse_size};
+use super::*;
+use crate::policy::{FsMode, Limits, Target};
+
+fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, contents) in files {
+        std::fs::write(dir.path().join(name), contents).expect("write");
+    }
+    dir
+}
+
+#[test]
+fn sizes_and_durations() {
+    assert_eq!(parse_size(&toml::Value::String("64MiB".into())), Some(64 << 20));
+    assert_eq!(parse_size(&toml::Value::String("512 KiB".into())), Some(512 << 10));
+    assert_eq!(parse_size(&toml::Value::String("2GiB".into())), Some(2 << 30));
+    assert_eq!(parse_size(&toml::Value::Integer(4096)), Some(4096));
+    assert_eq!(parse_size(&toml::Value::String("64 parsecs".into())), None);
+    assert_eq!(parse_size(&toml::Value::Integer(-1)), None);
+    assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+    assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+    assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+    assert_eq!(parse_duration("10"), None);
+    assert_eq!(parse_duration("fast"), None);
+}
+
+#[test]
+fn no_files_means_default_grants() {
+    let dir = folder(&[("a.wasm", "")]);
+    let config = Config::load(dir.path(), None);
+    assert!(config.problems().is_empty(), "{:?}", config.problems());
+    assert_eq!(config.grant("a").expect("grant"), Grant::default());
+}
+
+#[test]
+fn main_file_and_side_file_merge_by_key() {
+    let dir = folder(&[
+        ("a.wasm", ""),
+        (
+            "paddock.toml",
+            "[plugins.a]\nenv = { FROM = \"main\" }\nnetwork = [\"https://*.example.com\"]\nlimits = { memory = \"32MiB\" }\nexpose = { prefix = \"\" }\n",
+        ),
+        (
+            "a.toml",
+            "env = { FROM = \"side\" }\nlimits = { timeout = \"5s\", concurrency = 2, output = \"64KiB\" }\nfiles = [{ host = \"data\", guest = \"/data\", mode = \"rw\" }]\n",
+        ),
+    ]);
+    std::fs::create_dir(dir.path().join("data")).expect("mkdir");
+    let config = Config::load(dir.path(), None);
+    assert!(config.problems().is_empty(), "{:?}", config.problems());
+    let grant = config.grant("a").expect("grant");
+    assert_eq!(grant.env.get("FROM").map(String::as_str), Some("side"));
+    assert!(grant.network.check(&Target::new("https", "api.example.com", 443)).is_allowed());
+    // The side file's `limits` replaces the whole table: memory falls back to the default.
+    assert_eq!(grant.limits.memory, Limits::DEFAULT_MEMORY);
+    assert_eq!(grant.limits.timeout, Duration::from_secs(5));
+    assert_eq!(grant.limits.concurrency, 2);
+    assert_eq!(grant.limits.output, 64 << 10);
+    assert_eq!(grant.expose_prefix.as_deref(), Some(""));
+    assert_eq!(grant.files.len(), 1);
+    assert_eq!(grant.files[0].mode, FsMode::ReadWrite);
+    assert_eq!(grant.files[0].host, dir.path().join("data").canonicalize().expect("canonical"));
+}
+
+#[test]
+fn every_mistake_is_reported_at_once() {
+    let dir = folder(&[
+        ("a.wasm", ""),
+        ("b.wasm", ""),
+        (
+            "paddock.toml",
+            "[plugins.a]\nfiles = [{ host = \"/definitely/not/here\", guest = \"data\", mode = \"rx\", extra = 1 }]\nnetwork = [\"ftp://x\", \"https://ok.example\", \"nope\"]\nlimits = { memory = \"lots\", timeout = \"10\", concurrency = 0, output = \"1MiB\", cpu = 1 }\nbogus = 1\nexpose = { prefix = \"bad prefix\" }\n[plugins.ghost]\nenv = {}\n",
+        ),
+        ("b.toml", "env = { OK = \"yes\", BAD = 3 }\n"),
+        ("orphan.toml", "env = {}\n"),
+    ]);
+    let config = Config::load(dir.path(), None);
+    let lines: Vec<String> = config.problems().iter().map(ToString::to_string).collect();
+    let text = lines.join("\n");
+    for key in [
+        "plugins.a.files[0].host",
+        "plugins.a.files[0].guest",
+        "plugins.a.files[0].mode",
+        "plugins.a.files[0].extra",
+        "plugins.a.network",
+        "plugins.a.limits.memory",
+        "plugins.a.limits.timeout",
+        "plugins.a.limits.concurrency",
+        "plugins.a.limits.cpu",
+        "plugins.a.bogus",
+        "plugins.a.expose.prefix",
+        "plugins.ghost",
+        "env.BAD",
+        "orphan.toml",
+    ] {
+        assert!(text.contains(key), "`{key}` not reported:\n{text}");
+    }
+    assert_eq!(lines.iter().filter(|l| l.contains("plugins.a.network")).count(), 2, "{text}");
+    assert!(lines.iter().all(|l| l.contains("(fix: ")), "{text}");
+    assert_eq!(config.grant("a").expect_err("a is invalid").len(), 12, "{text}");
+    assert!(config.grant("b").is_err());
+    assert!(config.problems().iter().any(|p| p.key == "plugins.ghost" && p.severity == Severity::Warning));
+    assert_eq!(config.global_errors().count(), 0, "{text}");
+}
+
+#[test]
+fn malformed_main_file_is_a_global_error() {
+    let dir = folder(&[("paddock.toml", "[plugins.a\nenv = 1\n")]);
+    let config = Config::load(dir.path(), None);
+    let errors: Vec<_> = config.global_errors().collect();
+    assert_eq!(errors.len(), 1, "{:?}", config.problems());
+    assert!(errors[0].message.contains("invalid TOML"), "{}", errors[0]);
+}
+
+#[test]
+fn explicit_config_file_must_exist() {
+    let dir = folder(&[]);
+    let config = Config::load(dir.path(), Some(Path::new("/definitely/missing.toml")));
+    assert_eq!(config.global_errors().count(), 1);
+}

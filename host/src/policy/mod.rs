@@ -1,0 +1,110 @@
+//! Operator grants as plain data, decided by pure functions; no IO, no tokio, no wasmtime.
+//!
+//! A `Grant` is what one plugin may use: preopened directories, environment variables,
+//! outgoing HTTP targets and resource limits. `Grant::default()` grants nothing: a plugin with
+//! the default grant can compute, log and call the host, and nothing else. The config module
+//! builds grants from operator files; the runtime installs them into WASI and wasmtime.
+
+mod network;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use network::{OutboundRules, Target};
+
+/// Everything one plugin is allowed to use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grant {
+    /// Host directories visible inside the sandbox.
+    pub files: Vec<FsGrant>,
+    /// Environment variables the plugin sees (and nothing else of the host's environment).
+    pub env: BTreeMap<String, String>,
+    /// Outgoing HTTP targets (wasi:http).
+    pub network: OutboundRules,
+    /// Resource limits of each call.
+    pub limits: Limits,
+    /// The prefix of the plugin's exposed names: `None` means the default (the plugin id),
+    /// `Some("")` means no prefix at all.
+    pub expose_prefix: Option<String>,
+}
+
+/// A host directory preopened at a path inside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The host directory: absolute and canonical (the config module resolves it).
+    pub host: PathBuf,
+    /// The absolute path the plugin sees, for example `/data`.
+    pub guest: String,
+    pub mode: FsMode,
+}
+
+/// Whether a preopened directory may be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsMode {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// Per-call resource limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Total bytes of linear memory across all memories of one instance.
+    pub memory: u64,
+    /// Wall-clock deadline of one call.
+    pub timeout: Duration,
+    /// How many calls of this plugin may run at once (more wait their turn).
+    pub concurrency: u32,
+    /// Bytes of output one call may return (all text and data of a result together).
+    pub output: u64,
+}
+
+impl Limits {
+    /// 64 MiB of memory.
+    pub const DEFAULT_MEMORY: u64 = 64 << 20;
+    /// 30 seconds per call.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// 16 concurrent calls per plugin.
+    pub const DEFAULT_CONCURRENCY: u32 = 16;
+    /// 1 MiB of output per call.
+    pub const DEFAULT_OUTPUT: u64 = 1 << 20;
+}
+
+impl Default for Limits {
+    /// 64 MiB memory, 30 s timeout, 16 concurrent calls, 1 MiB output.
+    fn default() -> Self {
+        Limits {
+            memory: Limits::DEFAULT_MEMORY,
+            timeout: Limits::DEFAULT_TIMEOUT,
+            concurrency: Limits::DEFAULT_CONCURRENCY,
+            output: Limits::DEFAULT_OUTPUT,
+        }
+    }
+}
+
+/// The outcome of a policy check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny,
+}
+
+impl Decision {
+    /// True for `Allow`.
+    pub fn is_allowed(self) -> bool {
+        self == Decision::Allow
+    }
+}
+
+/// A pattern that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{pattern}`: {message}")]
+pub struct PolicyError {
+    /// The pattern as written.
+    pub pattern: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+//! Outgoing HTTP rules: `scheme://host[:port]` patterns, parsed once, matched by a pure function.
+//!
+//! Scheme, host and port all count. A pattern without a port means the scheme's default port
+//! (80 for http, 443 for https); `:*` means any port. `*.example.com` matches any subdomain of
+//! `example.com` but neither `example.com` itself nor `evil-example.com`. An IP literal target
+//! only matches a pattern that names that literal (a wildcard never matches an IP).
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use super::{Decision, PolicyError};
+
+/// The parsed outgoing HTTP allow-list of one plugin. Empty by default: nothing is allowed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutboundRules {
+    rules: Vec<Rule>,
+}
+
+/// Where an outgoing request goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `http` or `https`, lowercase.
+    pub scheme: String,
+    /// The host name or IP literal (IPv6 without brackets), lowercase.
+    pub host: String,
+    pub port: u16,
+}
+
+impl Target {
+    /// A target, normalising case, a trailing dot and IPv6 brackets.
+    pub fn new(scheme: &str, host: &str, port: u16) -> Target {
+        let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
+        Target { scheme: scheme.to_ascii_lowercase(), host: host.to_ascii_lowercase(), port }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.scheme, self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rule {
+    scheme: String,
+    host: HostPattern,
+    port: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    /// A name, exactly.
+    Exact(String),
+    /// An IP literal, exactly.
+    Ip(IpAddr),
+    /// Any strict subdomain of this name.
+    Subdomains(String),
+}
+
+impl OutboundRules {
+    /// Parses patterns; every bad pattern is reported.
+    pub fn parse(patterns: &[String]) -> Result<OutboundRules, Vec<PolicyError>> {
+        let mut rules = Vec::new();
+        let mut errors = Vec::new();
+        for pattern in patterns {
+            match parse_rule(pattern) {
+                Ok(rule) => rules.push(rule),
+                Err(message) => errors.push(PolicyError { pattern: pattern.clone(), message }),
+            }
+        }
+        if errors.is_empty() { Ok(OutboundRules { rules }) } else { Err(errors) }
+    }
+
+    /// True when no target is allowed.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether a request to `target` is allowed.
+    pub fn check(&self, target: &Target) -> Decision {
+        if self.rules.iter().any(|rule| rule.matches(target)) { Decision::Allow } else { Decision::Deny }
+    }
+}
+
+impl Rule {
+    fn matches(&self, target: &Target) -> bool {
+        if self.scheme != target.scheme {
+            return false;
+        }
+        if self.port.is_some_and(|port| port != target.port) {
+            return false;
+        }
+        let target_ip = target.host.parse::<IpAddr>().ok();
+        match (&self.host, target_ip) {
+            (HostPattern::Ip(ip), Some(target_ip)) => *ip == target_ip,
+            (HostPattern::Exact(name), None) => *name == target.host,
+            (HostPattern::Subdomains(suffix), None) => {
+                target.host.len() > suffix.len() + 1
+                    && target.host.ends_with(suffix.as_str())
+                    && target.host.as_bytes()[target.host.len() - suffix.len() - 1] == b'.'
+            }
+            _ => false,
+        }
+    }
+}
+
+fn default_port(scheme: &str) -> u16 {
+    if scheme == "https" { 443 } else { 80 }
+}
+
+fn parse_rule(pattern: &str) -> Result<Rule, String> {
+    let (scheme, rest) =
+        pattern.split_once("://").ok_or("expected `scheme://host[:port]`, for example `https://api.example.com`")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!("scheme `{scheme}` is not supported: use `http` or `https`"));
+    }
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.contains(['/', '?', '#', '@']) {
+        return Err("only `scheme://host[:port]` is allowed: no path, query or user info".to_owned());
+    }
+    let (host, port) = split_host_port(rest)?;
+    let port = match port {
+        None => Some(default_port(&scheme)),
+        Some("*") => None,
+        Some(p) => Some(
+            p.parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or(format!("port `{p}` is not a number from 1 to 65535 or `*`"))?,
+        ),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host.is_empty() {
+        return Err("the host is missing".to_owned());
+    }
+    let host = if let Some(suffix) = host.strip_prefix("*.") {
+        check_name(suffix)?;
+        HostPattern::Subdomains(suffix.to_owned())
+    } else if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        HostPattern::Ip(IpAddr::V6(v6.parse::<Ipv6Addr>().map_err(|_| format!("`{v6}` is not an IPv6 address"))?))
+    } else if let Ok(ip) = host.parse::<IpAddr>() {
+        HostPattern::Ip(ip)
+    } else {
+        check_name(&host)?;
+        HostPattern::Exact(host)
+    };
+    Ok(Rule { scheme, host, port })
+}
+
+fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), String> {
+    if rest.starts_with('[') {
+        let end = rest.find(']').ok_or("unclosed `[` in an IPv6 address")?;
+        let (host, after) = rest.split_at(end + 1);
+        match after {
+            "" => Ok((host, None)),
+            _ => after
+                .strip_prefix(':')
+                .map(|p| (host, Some(p)))
+                .ok_or_else(|| format!("unexpected `{after}` after the host")),
+        }
+    } else {
+        match rest.rsplit_once(':') {
+            Some((host, port)) => Ok((host, Some(port))),
+            None => Ok((rest, None)),
+        }
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.split('.').all(|label| {
+            !label.is_empty() && label.len() <= 63 && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if !ok {
+        return Err(format!("`{name}` is not a host name (a `*.` wildcard may only start it)"));
+    }
+    // No top-level domain is numeric: `1.2.3` or `*.0.0.1` is a mistyped or wildcarded IP.
+    if name.rsplit('.').next().is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(format!("`{name}` is neither a host name nor an IP address (IP addresses cannot be wildcarded)"));
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! Validation of what a plugin declares at load time (`metadata.info`, `list-*`) into a
+//! `plugin::Catalog`. Everything is bounded: counts, name lengths, schema sizes, total bytes.
+//! A plugin whose declarations break a bound does not load; the reason names the item.
+
+use std::collections::HashSet;
+
+use super::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, resources as wr, tools as wt};
+use super::convert::{self, Budget, JsonKind};
+use crate::plugin::{Catalog, FileRequest, PluginError, PluginInfo, RequestedCapabilities};
+use crate::protocol::{Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+
+/// Most tools, resources, templates or prompts one plugin may declare (each).
+pub const MAX_ITEMS: usize = 1000;
+/// Longest name of a tool, prompt, argument or resource.
+pub const MAX_NAME: usize = 128;
+/// Largest input or output schema.
+pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
+/// Largest catalog, all text together.
+pub const MAX_CATALOG_BYTES: u64 = 8 << 20;
+/// Most capability requests of each kind.
+const MAX_REQUESTS: usize = 256;
+
+/// The raw declarations of a plugin, as its exports returned them.
+pub(crate) struct Declared {
+    pub(crate) info: wm::PluginInfo,
+    pub(crate) tools: Vec<wt::Tool>,
+    pub(crate) resources: Vec<wr::Resource>,
+    pub(crate) templates: Vec<wr::ResourceTemplate>,
+    pub(crate) prompts: Vec<wp::Prompt>,
+}
+
+/// Validates the declarations; the error says which item broke which bound.
+pub(crate) fn build(d: Declared) -> Result<Catalog, String> {
+    let mut budget = Budget::new(MAX_CATALOG_BYTES);
+    let b = &mut budget;
+    let over = |e: PluginError| match e {
+        PluginError::Limit { .. } => format!("the catalog is larger than {} MiB", MAX_CATALOG_BYTES >> 20),
+        other => other.to_string(),
+    };
+    for (what, n) in [
+        ("tools", d.tools.len()),
+        ("resources", d.resources.len()),
+        ("resource templates", d.templates.len()),
+        ("prompts", d.prompts.len()),
+    ] {
+        if n > MAX_ITEMS {
+            return Err(format!("declares {n} {what}; at most {MAX_ITEMS} are allowed"));
+        }
+    }
+    let info = info(d.info, b).map_err(|e| format!("metadata: {}", over(e)))?;
+    let mut seen = HashSet::new();
+    let mut tools = Vec::with_capacity(d.tools.len());
+    for t in d.tools {
+        check_name("tool", &t.name)?;
+        if !seen.insert(t.name.clone()) {
+            return Err(format!("tool `{}` is declared twice", t.name));
+        }
+        let name = t.name.clone();
+        tools.push(tool(t, b).map_err(|e| format!("tool `{name}`: {}", over(e)))?);
+    }
+    let mut seen = HashSet::new();
+    let mut resources = Vec::with_capacity(d.resources.len());
+    for r in d.resources {
+        check_text("resource uri", &r.uri, 8192)?;
+        if !seen.insert(r.uri.clone()) {
+            return Err(format!("resource `{}` is declared twice", r.uri));
+        }
+        let uri = r.uri.clone();
+        resources.push(resource(r, b).map_err(|e| format!("resource `{uri}`: {}", over(e)))?);
+    }
+    let mut seen = HashSet::new();
+    let mut templates = Vec::with_capacity(d.templates.len());
+    for r in d.templates {
+        check_text("resource template", &r.uri_template, 8192)?;
+        if !seen.insert(r.uri_template.clone()) {
+            return Err(format!("resource template `{}` is declared twice", r.uri_template));
+        }
+        let uri = r.uri_template.clone();
+        templates.push(template(r, b).map_err(|e| format!("resource template `{uri}`: {}", over(e)))?);
+    }
+    let mut seen = HashSet::new();
+    let mut prompts = Vec::with_capacity(d.prompts.len());
+    for p in d.prompts {
+        check_name("prompt", &p.name)?;
+        if !seen.insert(p.name.clone()) {
+            return Err(format!("prompt `{}` is declared twice", p.name));
+        }
+        for a in &p.arguments {
+            check_name(&format!("argument of prompt `{}`", p.name), &a.name)?;
+        }
+        let name = p.name.clone();
+        prompts.push(prompt(p, b).map_err(|e| format!("prompt `{name}`: {}", over(e)))?);
+    }
+    Ok(Catalog { info, tools, resources, resource_templates: templates, prompts })
+}
+
+fn check_text(what: &str, s: &str, max: usize) -> Result<(), String> {
+    if s.is_empty() || s.len() > max || s.chars().any(char::is_control) {
+        let shown: String = s.chars().take(64).collect();
+        return Err(format!("{what} `{shown}` must be 1 to {max} bytes without control characters"));
+    }
+    Ok(())
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), String> {
+    check_text(&format!("{what} name"), name, MAX_NAME)?;
+    if name.chars().any(char::is_whitespace) {
+        return Err(format!("{what} name `{name}` must not contain spaces"));
+    }
+    Ok(())
+}
+
+fn schema(text: String, what: &str, budget: &mut Budget) -> Result<crate::protocol::Json, PluginError> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(PluginError::MalformedOutput(format!(
+            "{what} is {} bytes; at most {MAX_SCHEMA_BYTES} are allowed",
+            text.len()
+        )));
+    }
+    convert::json(text, JsonKind::Object, what, budget)
+}
+
+fn string(s: String, budget: &mut Budget) -> Result<String, PluginError> {
+    budget.spend(s.len())?;
+    Ok(s)
+}
+
+fn opt(s: Option<String>, budget: &mut Budget) -> Result<Option<String>, PluginError> {
+    s.map(|s| string(s, budget)).transpose()
+}
+
+fn info(i: wm::PluginInfo, b: &mut Budget) -> Result<PluginInfo, PluginError> {
+    let r = i.requests;
+    if r.files.len() > MAX_REQUESTS || r.network.len() > MAX_REQUESTS || r.env.len() > MAX_REQUESTS {
+        return Err(PluginError::MalformedOutput(format!(
+            "at most {MAX_REQUESTS} capability requests of each kind are allowed"
+        )));
+    }
+    Ok(PluginInfo {
+        name: string(i.name, b)?,
+        version: string(i.version, b)?,
+        title: opt(i.title, b)?,
+        description: opt(i.description, b)?,
+        instructions: opt(i.instructions, b)?,
+        website_url: opt(i.website_url, b)?,
+        icons: convert::icons(i.icons, b)?,
+        requests: RequestedCapabilities {
+            files: r
+                .files
+                .into_iter()
+                .map(|f| {
+                    Ok(FileRequest {
+                        guest_path: string(f.guest_path, b)?,
+                        writable: f.writable,
+                        reason: opt(f.reason, b)?,
+                    })
+                })
+                .collect::<Result<_, PluginError>>()?,
+            network: r.network.into_iter().map(|n| string(n, b)).collect::<Result<_, _>>()?,
+            env: r.env.into_iter().map(|n| string(n, b)).collect::<Result<_, _>>()?,
+        },
+    })
+}
+
+fn tool(t: wt::Tool, b: &mut Budget) -> Result<Tool, PluginError> {
+    Ok(Tool {
+        name: string(t.name, b)?,
+        title: opt(t.title, b)?,
+        description: opt(t.description, b)?,
+        input_schema: schema(t.input_schema, "input schema", b)?,
+        output_schema: t.output_schema.map(|s| schema(s, "output schema", b)).transpose()?,
+        annotations: t
+            .annotations
+            .map(|a| {
+                Ok::<_, PluginError>(ToolAnnotations {
+                    title: opt(a.title, b)?,
+                    read_only_hint: a.read_only_hint,
+                    destructive_hint: a.destructive_hint,
+                    idempotent_hint: a.idempotent_hint,
+                    open_world_hint: a.open_world_hint,
+                })
+            })
+            .transpose()?,
+        icons: convert::icons(t.icons, b)?,
+        meta: t.meta.map(|m| convert::json(m, JsonKind::Object, "tool `_meta`", b)).transpose()?,
+    })
+}
+
+fn resource(r: wr::Resource, b: &mut Budget) -> Result<Resource, PluginError> {
+    Ok(Resource {
+        uri: string(r.uri, b)?,
+        name: string(r.name, b)?,
+        title: opt(r.title, b)?,
+        description: opt(r.description, b)?,
+        mime_type: opt(r.mime_type, b)?,
+        size: r.size,
+        icons: convert::icons(r.icons, b)?,
+        annotations: convert::annotations(r.annotations, b)?,
+    })
+}
+
+fn template(r: wr::ResourceTemplate, b: &mut Budget) -> Result<ResourceTemplate, PluginError> {
+    Ok(ResourceTemplate {
+        uri_template: string(r.uri_template, b)?,
+        name: string(r.name, b)?,
+        title: opt(r.title, b)?,
+        description: opt(r.description, b)?,
+        mime_type: opt(r.mime_type, b)?,
+        icons: convert::icons(r.icons, b)?,
+        annotations: convert::annotations(r.annotations, b)?,
+    })
+}
+
+fn prompt(p: wp::Prompt, b: &mut Budget) -> Result<Prompt, PluginError> {
+    Ok(Prompt {
+        name: string(p.name, b)?,
+        title: opt(p.title, b)?,
+        description: opt(p.description, b)?,
+        arguments: p
+            .arguments
+            .into_iter()
+            .map(|a| {
+                Ok(PromptArgument {
+                    name: string(a.name, b)?,
+                    title: opt(a.title, b)?,
+                    description: opt(a.description, b)?,
+                    required: a.required,
+                })
+            })
+            .collect::<Result<_, PluginError>>()?,
+        icons: convert::icons(p.icons, b)?,
+    })
+}

@@ -1,0 +1,239 @@
+//! Loading a plugins folder: every `*.wasm` (sorted), each with its grant from the config.
+//! A file that is not a component, targets another world, fails to compile or has a bad grant is
+//! reported with its path and reason while the others load. Plugins compile in parallel.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Component;
+
+use super::cache::CacheOutcome;
+use super::{Runtime, WasmPlugin};
+use crate::config::{Config, valid_id};
+use crate::plugin::{Catalog, Plugin};
+use crate::policy::{FsMode, Grant};
+
+/// Largest plugin file accepted.
+const MAX_WASM_BYTES: u64 = 256 << 20;
+/// After this long compiling, say so on stderr.
+const SLOW_COMPILE: Duration = Duration::from_secs(1);
+/// The interfaces every plugin must export.
+const REQUIRED_EXPORTS: [&str; 5] = [
+    "paddock:plugin/metadata@0.1.0",
+    "paddock:plugin/tools@0.1.0",
+    "paddock:plugin/resources@0.1.0",
+    "paddock:plugin/prompts@0.1.0",
+    "paddock:plugin/completion@0.1.0",
+];
+
+/// A plugin that loaded, with the grant it runs under.
+#[derive(Debug, Clone)]
+pub struct LoadedPlugin {
+    /// The file stem, unique in the folder.
+    pub id: String,
+    pub path: PathBuf,
+    pub plugin: Arc<WasmPlugin>,
+    /// The grant (`grant.expose_prefix` is the router's naming choice).
+    pub grant: Grant,
+    pub cache: CacheOutcome,
+}
+
+/// A file that did not load, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadProblem {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+impl std::fmt::Display for LoadProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+/// The outcome of loading a folder.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    /// Loaded plugins, sorted by id.
+    pub plugins: Vec<LoadedPlugin>,
+    pub problems: Vec<LoadProblem>,
+}
+
+/// What a plugin file exports and requests.
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    pub path: PathBuf,
+    /// Tools, resources, templates, prompts and the plugin's info (with its requested capabilities).
+    pub catalog: Catalog,
+    /// The interfaces the component imports (WASI and `paddock:plugin/host`).
+    pub imports: Vec<String>,
+    /// The interfaces the component exports.
+    pub exports: Vec<String>,
+}
+
+/// Loads every `*.wasm` in `dir` with its grant from `config`.
+pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> LoadReport {
+    let mut report = LoadReport::default();
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+            .collect(),
+        Err(err) => {
+            report.problems.push(LoadProblem {
+                path: dir.to_path_buf(),
+                reason: format!("cannot read the plugins folder: {err}"),
+            });
+            return report;
+        }
+    };
+    files.sort();
+    let mut tasks = Vec::new();
+    for path in files {
+        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if !valid_id(&id) {
+            report.problems.push(LoadProblem {
+                path,
+                reason: format!("`{id}` is not a valid plugin id: rename the file to match ^[a-zA-Z0-9_-]{{1,64}}$"),
+            });
+            continue;
+        }
+        let grant = match config.grant(&id) {
+            Ok(grant) => grant,
+            Err(errors) => {
+                let file = errors.first().map(|e| e.file.clone()).unwrap_or_else(|| path.clone());
+                let keys: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.key, e.message)).collect();
+                report.problems.push(LoadProblem {
+                    path: file,
+                    reason: format!("plugin `{id}` not loaded, its grant is invalid: {}", keys.join("; ")),
+                });
+                continue;
+            }
+        };
+        if let Err(reason) = check_grant(runtime, &grant) {
+            report.problems.push(LoadProblem { path, reason });
+            continue;
+        }
+        let runtime = runtime.clone();
+        tasks.push(tokio::spawn(async move {
+            let outcome = load_one(&runtime, &id, &path, grant.clone()).await;
+            (id, path, grant, outcome)
+        }));
+    }
+    for task in tasks {
+        match task.await {
+            Ok((id, path, grant, Ok((plugin, cache)))) => {
+                tracing::info!(plugin = %id, tools = plugin.catalog().tools.len(), ?cache, "plugin loaded");
+                report.plugins.push(LoadedPlugin { id, path, plugin: Arc::new(plugin), grant, cache });
+            }
+            Ok((_, path, _, Err(reason))) => report.problems.push(LoadProblem { path, reason }),
+            Err(err) => report
+                .problems
+                .push(LoadProblem { path: dir.to_path_buf(), reason: format!("loading a plugin failed: {err}") }),
+        }
+    }
+    report
+}
+
+/// Reads a plugin file (with the default grant) to show what it exports and requests.
+pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadProblem> {
+    let problem = |reason: String| LoadProblem { path: path.to_path_buf(), reason };
+    let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".to_owned());
+    let (component, _) = compile(runtime, &id, path).await.map_err(problem)?;
+    let ty = component.component_type();
+    let engine = component.engine();
+    let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
+    check_world(&component).map_err(problem)?;
+    let plugin = WasmPlugin::new(&id, &component, Grant::default(), runtime.global.clone()).await.map_err(problem)?;
+    Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
+}
+
+pub(super) async fn load_one(
+    runtime: &Runtime,
+    id: &str,
+    path: &Path,
+    grant: Grant,
+) -> Result<(WasmPlugin, CacheOutcome), String> {
+    let (component, cache) = compile(runtime, id, path).await?;
+    check_world(&component)?;
+    let plugin = WasmPlugin::new(id, &component, grant, runtime.global.clone()).await?;
+    Ok((plugin, cache))
+}
+
+/// Refuses grants the runtime cannot honour safely.
+fn check_grant(runtime: &Runtime, grant: &Grant) -> Result<(), String> {
+    if grant.limits.memory > runtime.max_memory() {
+        return Err(format!(
+            "its memory limit ({} MiB) is above the host's maximum ({} MiB): lower `limits.memory` or raise the host's maximum",
+            grant.limits.memory >> 20,
+            runtime.max_memory() >> 20
+        ));
+    }
+    if let Some(cache) = runtime.cache_dir().and_then(|d| d.canonicalize().ok()) {
+        for dir in grant.files.iter().filter(|f| f.mode == FsMode::ReadWrite) {
+            if cache.starts_with(&dir.host) || dir.host.starts_with(&cache) {
+                return Err(format!(
+                    "its read-write grant {} covers the compiled-plugin cache {}: grant a narrower directory or move the cache (PADDOCK_CACHE_DIR)",
+                    dir.host.display(),
+                    cache.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads, classifies and compiles (or loads from the cache) one file.
+async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component, CacheOutcome), String> {
+    let size = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?.len();
+    if size > MAX_WASM_BYTES {
+        return Err(format!("it is {} MiB; plugins may be at most {} MiB", size >> 20, MAX_WASM_BYTES >> 20));
+    }
+    let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read it: {e}"))?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err("not a WebAssembly file (no `\\0asm` header)".to_owned());
+    }
+    if wasmparser::Parser::is_core_wasm(&bytes) {
+        return Err("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.1.0)".to_owned());
+    }
+    if !wasmparser::Parser::is_component(&bytes) {
+        return Err("not a WebAssembly component (unknown version or layer)".to_owned());
+    }
+    let runtime = runtime.clone();
+    let started = Instant::now();
+    let mut work = tokio::task::spawn_blocking(move || match &runtime.cache {
+        Some(cache) => cache.load_or_compile(&runtime.engine, &bytes),
+        None => Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)),
+    });
+    let joined = tokio::select! {
+        joined = &mut work => joined,
+        () = tokio::time::sleep(SLOW_COMPILE) => {
+            tracing::info!(plugin = %id, "compiling plugin (cached for the next start)…");
+            work.await
+        }
+    };
+    let result = joined.map_err(|e| format!("compiling failed: {e}"))?;
+    let (component, outcome) =
+        result.map_err(|e| format!("it does not compile: {}", e.to_string().lines().next().unwrap_or_default()))?;
+    if started.elapsed() >= SLOW_COMPILE {
+        tracing::info!(plugin = %id, seconds = started.elapsed().as_secs_f32(), "plugin compiled");
+    }
+    Ok((component, outcome))
+}
+
+/// Checks that the component exports the `paddock:plugin@0.1.0` interfaces.
+fn check_world(component: &Component) -> Result<(), String> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(component.engine()).map(|(name, _)| name.to_owned()).collect();
+    let missing: Vec<&str> = REQUIRED_EXPORTS.iter().copied().filter(|r| !exports.iter().any(|e| e == r)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let found = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
+    Err(format!(
+        "it targets another world: it does not export {} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.1.0",
+        missing.join(", ")
+    ))
+}

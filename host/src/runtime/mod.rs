@@ -1,0 +1,147 @@
+//! The only module that knows wasmtime: engine, compiled-component cache, per-call sandboxes.
+//!
+//! - `Runtime`: one `Engine` per process (epoch interruption, pooling allocator with on-demand
+//!   fallback), the epoch ticker, the compiled-component cache and the global concurrency gate.
+//! - `WasmPlugin`: a loaded component (`InstancePre` + validated catalog + grant); every request
+//!   runs in a fresh `Store` with a deadline, a memory cap summed over the instance, an output cap
+//!   and a concurrency gate. It implements `plugin::Plugin`.
+//! - `load_folder` / `inspect`: loading a plugins folder with its grants, reporting every bad
+//!   file with its path and reason while the good ones load.
+
+#[allow(unsafe_code)]
+mod bindings;
+mod cache;
+mod catalog;
+mod convert;
+mod engine;
+mod host;
+mod http;
+mod loader;
+mod output;
+mod plugin;
+mod sandbox;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+use wasmtime::Engine;
+
+pub use cache::{CacheOutcome, default_cache_dir};
+pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_NAME, MAX_SCHEMA_BYTES};
+pub use loader::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
+pub use plugin::WasmPlugin;
+
+/// How the runtime is built.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Where compiled plugins are cached; `None` uses `default_cache_dir()`.
+    pub cache_dir: Option<PathBuf>,
+    /// Compile without any on-disk cache.
+    pub no_cache: bool,
+    /// Use the pooling allocator (falls back to on-demand allocation if it cannot be set up).
+    pub pooling: bool,
+    /// Most instances alive at once, across all plugins: the pool size and the global gate.
+    pub max_instances: u32,
+    /// The largest memory limit any plugin may be granted, in bytes (sizes the pool's slots).
+    pub max_memory: u64,
+}
+
+impl Default for RuntimeOptions {
+    /// Default cache directory, pooling on, 1000 instances, 64 MiB memory cap.
+    fn default() -> Self {
+        RuntimeOptions {
+            cache_dir: None,
+            no_cache: false,
+            pooling: true,
+            max_instances: 1000,
+            max_memory: crate::policy::Limits::DEFAULT_MEMORY,
+        }
+    }
+}
+
+/// Why the runtime could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot create the WebAssembly engine: {0}")]
+    Engine(String),
+}
+
+/// The process-wide WebAssembly runtime.
+#[derive(Clone)]
+pub struct Runtime {
+    engine: Engine,
+    cache: Option<cache::Cache>,
+    global: Arc<Semaphore>,
+    pooling: bool,
+    max_memory: u64,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("pooling", &self.pooling)
+            .field("cache", &self.cache_dir())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Builds the engine, starts the epoch ticker and opens the cache. A cache directory that
+    /// cannot be created is logged and the runtime compiles without a cache.
+    pub fn new(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        let options = RuntimeOptions { max_memory: options.max_memory.max(1 << 20), ..options };
+        let (engine, pooling) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        engine::start_ticker(&engine);
+        let cache = if options.no_cache {
+            None
+        } else {
+            match options.cache_dir.clone().or_else(default_cache_dir) {
+                Some(dir) => match cache::Cache::open(&dir, &engine) {
+                    Ok(cache) => Some(cache),
+                    Err(err) => {
+                        tracing::warn!(dir = %dir.display(), error = %err, "cannot use the compiled-plugin cache; compiling every start");
+                        None
+                    }
+                },
+                None => {
+                    tracing::warn!("no cache directory (set PADDOCK_CACHE_DIR or HOME); compiling every start");
+                    None
+                }
+            }
+        };
+        let global = Arc::new(Semaphore::new(options.max_instances.max(1) as usize));
+        Ok(Runtime { engine, cache, global, pooling, max_memory: options.max_memory })
+    }
+
+    /// The compiled-plugin cache directory in use, if any.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache.as_ref().map(cache::Cache::dir)
+    }
+
+    /// The cache file the component `wasm` is (or would be) stored in.
+    pub fn cache_path_for(&self, wasm: &[u8]) -> Option<PathBuf> {
+        self.cache.as_ref().map(|c| c.path_for(wasm))
+    }
+
+    /// Whether the pooling allocator is in use (false after the on-demand fallback).
+    pub fn is_pooling(&self) -> bool {
+        self.pooling
+    }
+
+    /// The largest memory limit a grant may ask for.
+    pub fn max_memory(&self) -> u64 {
+        self.max_memory
+    }
+
+    /// Loads one plugin file with its grant: compile (or load from the cache), link, read the
+    /// catalog. The error is one line saying why, without the path.
+    pub async fn load_plugin(
+        &self,
+        id: &str,
+        path: &Path,
+        grant: crate::policy::Grant,
+    ) -> Result<(WasmPlugin, CacheOutcome), String> {
+        loader::load_one(self, id, path, grant).await
+    }
+}

@@ -1,0 +1,304 @@
+//! `WasmPlugin`: one loaded component, its catalog and its grant; every request runs in a fresh
+//! `Store` and instance from the plugin's `InstancePre`, under the grant's limits.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use super::bindings::{self, PluginPre};
+use super::catalog::{self, Declared};
+use super::convert::{self, Budget};
+use super::sandbox::{HostState, Sandbox};
+use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
+use crate::policy::Grant;
+use crate::protocol::{
+    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ResourceContents,
+};
+
+/// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB).
+const HOSTCALL_FUEL: usize = 16 << 20;
+/// How long a plugin that was told about a cancellation may take to return by itself.
+const CANCEL_GRACE: Duration = Duration::from_millis(250);
+/// The deadline of the load-time calls that read the catalog.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A plugin served from a WebAssembly component.
+pub struct WasmPlugin {
+    id: String,
+    catalog: Catalog,
+    pre: PluginPre<HostState>,
+    sandbox: Sandbox,
+    gate: Arc<Semaphore>,
+    global: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for WasmPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmPlugin")
+            .field("id", &self.id)
+            .field("tools", &self.catalog.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a call stopped early, as seen by the epoch callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Deadline,
+    Cancelled,
+}
+
+/// A live call: the store, the instance and the permits that admitted it.
+struct Call {
+    store: Store<HostState>,
+    instance: bindings::Plugin,
+    timeout: Duration,
+    _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+}
+
+impl WasmPlugin {
+    /// Links a compiled component against the host and reads its catalog in one instance.
+    pub(crate) async fn new(
+        id: &str,
+        component: &Component,
+        grant: Grant,
+        global: Arc<Semaphore>,
+    ) -> Result<WasmPlugin, String> {
+        let engine = component.engine();
+        let mut linker = Linker::<HostState>::new(engine);
+        let link = |r: wasmtime::Result<()>| r.map_err(|e| format!("cannot link the host interfaces: {e}"));
+        link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
+        link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
+        link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
+        let pre = linker.instantiate_pre(component).map_err(|e| {
+            format!(
+                "it imports something the host does not provide (not a paddock:plugin@0.1.0 plugin?): {}",
+                first_line(&e.to_string())
+            )
+        })?;
+        let pre = PluginPre::new(pre).map_err(|e| {
+            format!("it does not export the paddock:plugin@0.1.0 interfaces: {}", first_line(&e.to_string()))
+        })?;
+        let concurrency = grant.limits.concurrency.max(1) as usize;
+        let mut plugin = WasmPlugin {
+            id: id.to_owned(),
+            catalog: Catalog::default(),
+            pre,
+            sandbox: Sandbox::new(id, grant),
+            gate: Arc::new(Semaphore::new(concurrency)),
+            global,
+        };
+        plugin.catalog = plugin.read_catalog().await?;
+        Ok(plugin)
+    }
+
+    /// The grant this plugin runs with.
+    pub fn grant(&self) -> &Grant {
+        &self.sandbox.grant
+    }
+
+    async fn read_catalog(&self) -> Result<Catalog, String> {
+        let cx = CallContext::detached(format!("load:{}", self.id));
+        let read = async {
+            let mut call = self.start(&cx, LOAD_TIMEOUT).await?;
+            let (s, i) = (&mut call.store, &call.instance);
+            let info = i.paddock_plugin_metadata().call_info(&mut *s).await;
+            let info = call_finish(s, info, LOAD_TIMEOUT)?;
+            let tools = i.paddock_plugin_tools().call_list_tools(&mut *s).await;
+            let tools = call_finish(s, tools, LOAD_TIMEOUT)?;
+            let resources = i.paddock_plugin_resources().call_list_resources(&mut *s).await;
+            let resources = call_finish(s, resources, LOAD_TIMEOUT)?;
+            let templates = i.paddock_plugin_resources().call_list_resource_templates(&mut *s).await;
+            let templates = call_finish(s, templates, LOAD_TIMEOUT)?;
+            let prompts = i.paddock_plugin_prompts().call_list_prompts(&mut *s).await;
+            let prompts = call_finish(s, prompts, LOAD_TIMEOUT)?;
+            Ok::<_, PluginError>(Declared { info, tools, resources, templates, prompts })
+        };
+        let declared =
+            with_deadline(LOAD_TIMEOUT, read).await.map_err(|e| format!("reading its catalog failed: {e}"))?;
+        catalog::build(declared)
+    }
+
+    /// Admits a call through the plugin's and the global gate, then builds a fresh store and
+    /// instance with the deadline armed.
+    async fn start(&self, cx: &CallContext, timeout: Duration) -> Result<Call, PluginError> {
+        let waited = async {
+            let own = self.gate.clone().acquire_owned().await;
+            let all = self.global.clone().acquire_owned().await;
+            match (own, all) {
+                (Ok(own), Ok(all)) => Ok((own, all)),
+                _ => Err(PluginError::Unavailable("the runtime is shutting down".to_owned())),
+            }
+        };
+        let permits =
+            tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: "concurrency" })??;
+        let state = HostState::new(&self.sandbox, cx.clone())
+            .map_err(|e| PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")))?;
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_hostcall_fuel(HOSTCALL_FUEL);
+        let deadline = Instant::now() + timeout;
+        let mut cancel_seen: Option<Instant> = None;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            let now = Instant::now();
+            let data = ctx.data_mut();
+            if now >= deadline {
+                data.stop = Some(Stop::Deadline);
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            if data.cx.is_cancelled() {
+                let seen = *cancel_seen.get_or_insert(now);
+                if now.duration_since(seen) >= CANCEL_GRACE {
+                    data.stop = Some(Stop::Cancelled);
+                    return Ok(UpdateDeadline::Interrupt);
+                }
+            }
+            // Yield every tick so a busy guest never holds a tokio worker.
+            Ok(UpdateDeadline::Yield(1))
+        });
+        let instance = self.pre.instantiate_async(&mut store).await;
+        let instance = call_finish(&mut store, instance, timeout)?;
+        Ok(Call { store, instance, timeout, _permits: permits })
+    }
+
+    fn timeout(&self) -> Duration {
+        self.sandbox.grant.limits.timeout
+    }
+
+    fn budget(&self) -> Budget {
+        Budget::new(self.sandbox.grant.limits.output)
+    }
+}
+
+/// Maps the outcome of one guest call: traps, deadlines and limits become `PluginError`s.
+fn call_finish<R>(
+    store: &mut Store<HostState>,
+    result: wasmtime::Result<R>,
+    timeout: Duration,
+) -> Result<R, PluginError> {
+    let err = match result {
+        Ok(value) => return Ok(value),
+        Err(err) => err,
+    };
+    let data = store.data();
+    tracing::debug!(plugin = %data.plugin, error = ?err, "plugin call failed");
+    let trap = err.downcast_ref::<Trap>().copied();
+    match data.stop {
+        Some(Stop::Deadline) => return Err(PluginError::Timeout { ms: timeout.as_millis() as u64 }),
+        Some(Stop::Cancelled) => return Err(PluginError::Failed("the request was cancelled".to_owned())),
+        None => {}
+    }
+    if trap == Some(Trap::Interrupt) {
+        return Err(PluginError::Timeout { ms: timeout.as_millis() as u64 });
+    }
+    if data.limiter.hit.load(Ordering::Acquire) {
+        return Err(PluginError::Limit { limit: "memory" });
+    }
+    let message = match trap {
+        Some(trap) => trap.to_string(),
+        None => first_line(&err.to_string()).to_owned(),
+    };
+    tracing::warn!(plugin = %data.plugin, error = %message, "plugin trapped");
+    Err(PluginError::Trap(message))
+}
+
+/// Runs `fut` under the call's deadline (plus a margin for the epoch to fire first). Guest code is
+/// stopped by the epoch; this bounds time spent waiting inside host calls (network, files).
+async fn with_deadline<T>(
+    timeout: Duration,
+    fut: impl Future<Output = Result<T, PluginError>>,
+) -> Result<T, PluginError> {
+    match tokio::time::timeout(timeout + Duration::from_millis(200), fut).await {
+        Ok(result) => result,
+        Err(_) => Err(PluginError::Timeout { ms: timeout.as_millis() as u64 }),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+impl Plugin for WasmPlugin {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a str,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<CallToolResult, PluginError>> {
+        Box::pin(with_deadline(self.timeout(), async move {
+            let mut call = self.start(cx, self.timeout()).await?;
+            let out = call
+                .instance
+                .paddock_plugin_tools()
+                .call_call_tool(&mut call.store, &tool.to_owned(), &arguments.to_owned())
+                .await;
+            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+            convert::call_result(out, &mut self.budget())
+        }))
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
+        Box::pin(with_deadline(self.timeout(), async move {
+            let mut call = self.start(cx, self.timeout()).await?;
+            let out = call.instance.paddock_plugin_resources().call_read_resource(&mut call.store, uri).await;
+            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+            let mut budget = self.budget();
+            out.into_iter().map(|c| convert::resource_contents(c, &mut budget)).collect()
+        }))
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        prompt: &'a str,
+        arguments: &'a [(String, String)],
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<GetPromptResult, PluginError>> {
+        Box::pin(with_deadline(self.timeout(), async move {
+            let mut call = self.start(cx, self.timeout()).await?;
+            let out = call.instance.paddock_plugin_prompts().call_get_prompt(&mut call.store, prompt, arguments).await;
+            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+            convert::prompt_result(out, &mut self.budget())
+        }))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a CompletionRequest,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Completion, PluginError>> {
+        use bindings::exports::paddock::plugin::completion as wc;
+        Box::pin(with_deadline(self.timeout(), async move {
+            let target = match &request.target {
+                CompletionTarget::Prompt(p) => wc::CompletionTarget::Prompt(p.clone()),
+                CompletionTarget::ResourceTemplate(t) => wc::CompletionTarget::ResourceTemplate(t.clone()),
+            };
+            let wit_request = wc::CompletionRequest {
+                target,
+                argument_name: request.argument_name.clone(),
+                argument_value: request.argument_value.clone(),
+                context: request.context.clone(),
+            };
+            let mut call = self.start(cx, self.timeout()).await?;
+            let out = call.instance.paddock_plugin_completion().call_complete(&mut call.store, &wit_request).await;
+            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+            convert::completion(out, &mut self.budget())
+        }))
+    }
+}

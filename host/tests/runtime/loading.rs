@@ -1,0 +1,124 @@
+//! Loading: the compiled-component cache, bad files reported while good ones load, grant files
+//! with several mistakes, and `inspect`.
+
+use std::time::Instant;
+
+use paddock::config::Config;
+use paddock::policy::Grant;
+use paddock::runtime::{CacheOutcome, RuntimeOptions, inspect, load_folder};
+use serde_json::json;
+
+use super::*;
+
+#[tokio::test]
+async fn a_second_load_hits_the_cache_and_a_corrupt_entry_is_recompiled() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let dir = cache.path().join("nested");
+    let rt =
+        Runtime::new(RuntimeOptions { cache_dir: Some(dir.clone()), max_instances: 16, ..RuntimeOptions::default() })
+            .expect("runtime");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&dir).expect("created").permissions().mode() & 0o777, 0o700);
+    }
+    let wasm = fixture_wasm("fixture");
+    let artifact = rt.cache_path_for(&std::fs::read(&wasm).expect("wasm")).expect("cache in use");
+    assert!(!artifact.exists());
+
+    let started = Instant::now();
+    let (_, first) = rt.load_plugin("fixture", &wasm, Grant::default()).await.expect("load");
+    let cold = started.elapsed();
+    assert_eq!(first, CacheOutcome::Compiled);
+    assert!(artifact.exists(), "{} was not written", artifact.display());
+
+    let started = Instant::now();
+    let (plugin, second) = rt.load_plugin("fixture", &wasm, Grant::default()).await.expect("load");
+    let warm = started.elapsed();
+    assert_eq!(second, CacheOutcome::Hit);
+    assert!(warm < cold, "cached load took {warm:?}, compiling took {cold:?}");
+    assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "cached"})).await), "cached");
+
+    // Replace the artifact (a new file, as a crash or another tool would leave it): the old one
+    // may still be mapped by the plugin loaded above, and is dropped first.
+    drop(plugin);
+    std::fs::remove_file(&artifact).expect("remove");
+    std::fs::write(&artifact, b"definitely not a compiled component").expect("corrupt");
+    let (plugin, third) = rt.load_plugin("fixture", &wasm, Grant::default()).await.expect("load");
+    assert_eq!(third, CacheOutcome::Recompiled);
+    assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "recompiled"})).await), "recompiled");
+    let (_, fourth) = rt.load_plugin("fixture", &wasm, Grant::default()).await.expect("load");
+    assert_eq!(fourth, CacheOutcome::Hit);
+}
+
+#[tokio::test]
+async fn bad_files_are_reported_while_good_plugins_load() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path();
+    std::fs::copy(fixture_wasm("fixture"), p.join("good.wasm")).expect("copy");
+    std::fs::copy(fixture_wasm("fixture"), p.join("granted.wasm")).expect("copy");
+    std::fs::copy(fixture_wasm("other_world"), p.join("otherworld.wasm")).expect("copy");
+    std::fs::copy(fixture_wasm("fixture"), p.join("bad name.wasm")).expect("copy");
+    let noise: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(p.join("broken.wasm"), noise).expect("write");
+    std::fs::write(p.join("truncated.wasm"), &std::fs::read(fixture_wasm("fixture")).expect("read")[..1000])
+        .expect("write");
+    std::fs::write(p.join("core.wasm"), b"\0asm\x01\0\0\0").expect("write");
+    std::fs::write(p.join("granted.toml"), "files = [{ host = \"/definitely/not/here\", guest = \"data\", mode = \"rx\" }]\nnetwork = [\"ftp://\"]\nbogus = 1\n").expect("write");
+    let config = Config::load(p, None);
+    let rt = runtime();
+    let report = tokio::time::timeout(WAIT, load_folder(&rt, p, &config)).await.expect("in time");
+
+    let ids: Vec<&str> = report.plugins.iter().map(|l| l.id.as_str()).collect();
+    assert_eq!(ids, ["good"], "{:?}", report.problems);
+    let problem = |file: &str| {
+        report
+            .problems
+            .iter()
+            .find(|pr| pr.path.file_name().is_some_and(|n| n == file))
+            .unwrap_or_else(|| panic!("{file} not reported: {:?}", report.problems))
+            .reason
+            .clone()
+    };
+    assert!(problem("broken.wasm").contains("not a WebAssembly file"), "{}", problem("broken.wasm"));
+    assert!(problem("core.wasm").contains("core module"), "{}", problem("core.wasm"));
+    let other = problem("otherworld.wasm");
+    assert!(other.contains("another world") && other.contains("paddock:plugin/tools@0.1.0"), "{other}");
+    assert!(problem("truncated.wasm").contains("does not compile"), "{}", problem("truncated.wasm"));
+    assert!(problem("bad name.wasm").contains("not a valid plugin id"));
+    let grant = problem("granted.toml");
+    for key in ["files[0].host", "files[0].guest", "files[0].mode", "network", "bogus"] {
+        assert!(grant.contains(key), "`{key}` missing from: {grant}");
+    }
+    assert_eq!(report.problems.len(), 6, "{:?}", report.problems);
+    // The good plugin serves.
+    let good = &report.plugins[0].plugin;
+    assert_eq!(ok_text(call(good, "echo", json!({"text": "served"})).await), "served");
+}
+
+#[tokio::test]
+async fn a_grant_over_the_host_memory_cap_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(fixture_wasm("fixture"), dir.path().join("big.wasm")).expect("copy");
+    std::fs::write(dir.path().join("big.toml"), "limits = { memory = \"1GiB\" }\n").expect("write");
+    let config = Config::load(dir.path(), None);
+    assert!(config.problems().is_empty(), "{:?}", config.problems());
+    assert_eq!(config.largest_memory_limit(), 1 << 30);
+    let report = load_folder(&runtime(), dir.path(), &config).await;
+    assert!(report.plugins.is_empty());
+    assert!(report.problems[0].reason.contains("memory limit"), "{:?}", report.problems);
+}
+
+#[tokio::test]
+async fn inspect_shows_exports_and_requests() {
+    let rt = runtime();
+    let seen =
+        tokio::time::timeout(WAIT, inspect(&rt, &fixture_wasm("fixture"))).await.expect("in time").expect("inspect");
+    assert_eq!(seen.catalog.tools.len(), 14);
+    assert_eq!(seen.catalog.info.requests.network, vec!["http://127.0.0.1:*".to_owned()]);
+    assert_eq!(seen.catalog.info.requests.env, vec!["GRANTED_VAR".to_owned()]);
+    assert!(seen.exports.iter().any(|e| e == "paddock:plugin/tools@0.1.0"), "{:?}", seen.exports);
+    assert!(seen.imports.iter().any(|i| i == "paddock:plugin/host@0.1.0"), "{:?}", seen.imports);
+    let wrong = inspect(&rt, &fixture_wasm("other_world")).await.expect_err("other world");
+    assert!(wrong.to_string().contains("other_world.wasm") && wrong.reason.contains("another world"), "{wrong}");
+}
