@@ -122,3 +122,14 @@ async fn inspect_shows_exports_and_requests() {
     let wrong = inspect(&rt, &fixture_wasm("other_world")).await.expect_err("other world");
     assert!(wrong.to_string().contains("other_world.wasm") && wrong.reason.contains("another world"), "{wrong}");
 }
+
+#[tokio::test]
+async fn pooling_is_used_and_on_demand_allocation_works_too() {
+    assert!(runtime().is_pooling(), "the pooling allocator could not be set up with the default sizes");
+    let rt =
+        Runtime::new(RuntimeOptions { pooling: false, no_cache: true, ..RuntimeOptions::default() }).expect("runtime");
+    assert!(!rt.is_pooling());
+    assert!(rt.cache_dir().is_none());
+    let plugin = load(&rt, "fixture", Grant::default()).await;
+    assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "on demand"})).await), "on demand");
+}
