@@ -26,6 +26,8 @@ const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The per-call hook state: which plugin, and what it may reach.
 pub(crate) struct HttpPolicy {
     pub(crate) plugin: Arc<str>,
+    /// The JSON-RPC id of the request being served, for the denial record.
+    pub(crate) request_id: String,
     pub(crate) rules: Arc<OutboundRules>,
 }
 
@@ -59,7 +61,13 @@ impl WasiHttpHooks for HttpPolicy {
         let allowed = target.as_ref().is_some_and(|t| self.rules.check(t).is_allowed());
         if !allowed {
             let shown = target.map(|t| t.to_string()).unwrap_or_else(|| request.uri().to_string());
-            tracing::warn!(plugin = %self.plugin, capability = "network", target = %shown, "outgoing request denied");
+            tracing::warn!(
+                plugin = %self.plugin,
+                request = %self.request_id,
+                capability = "network",
+                target = %shown,
+                "outgoing request denied"
+            );
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         let options = cap_timeouts(options);

@@ -89,7 +89,11 @@ impl HostState {
             wasi: b.build(),
             http: WasiHttpCtx::new(),
             table,
-            hooks: HttpPolicy { plugin: sandbox.plugin.clone(), rules: sandbox.rules.clone() },
+            hooks: HttpPolicy {
+                plugin: sandbox.plugin.clone(),
+                request_id: cx.request_id.clone(),
+                rules: sandbox.rules.clone(),
+            },
             limiter: MemoryLimiter::new(grant.limits.memory),
             cx,
             plugin: sandbox.plugin.clone(),
