@@ -137,6 +137,11 @@ impl CallContext {
         CallContext::new(request_id, None)
     }
 
+    /// The same request (sharing its cancellation) with events going to `events`.
+    pub fn with_events(&self, events: mpsc::UnboundedSender<CallEvent>) -> CallContext {
+        CallContext { request_id: self.request_id.clone(), cancelled: Arc::clone(&self.cancelled), events: Some(events) }
+    }
+
     /// Marks the request cancelled; the plugin sees it through `is-cancelled`.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);

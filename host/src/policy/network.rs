@@ -74,6 +74,25 @@ impl OutboundRules {
         if errors.is_empty() { Ok(OutboundRules { rules }) } else { Err(errors) }
     }
 
+    /// The rules as patterns, in the order they were written (for `paddock inspect`).
+    pub fn patterns(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .map(|rule| {
+                let host = match &rule.host {
+                    HostPattern::Exact(name) => name.clone(),
+                    HostPattern::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+                    HostPattern::Ip(ip) => ip.to_string(),
+                    HostPattern::Subdomains(name) => format!("*.{name}"),
+                };
+                match rule.port {
+                    Some(port) => format!("{}://{host}:{port}", rule.scheme),
+                    None => format!("{}://{host}:*", rule.scheme),
+                }
+            })
+            .collect()
+    }
+
     /// True when no target is allowed.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()

@@ -1,0 +1,237 @@
+//! JSON-RPC 2.0 envelope: parsing one frame into a message with the right error for each
+//! malformed shape, ids, error objects and the standard codes. Knows nothing of MCP.
+
+use serde_json::{Map, Value, json};
+
+/// Invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not available.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// A request id: a JSON string or integer (never null), kept as the client sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Id(IdRepr);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum IdRepr {
+    Num(String),
+    Str(String),
+}
+
+impl Id {
+    /// The id as JSON, exactly as received.
+    pub fn to_value(&self) -> Value {
+        match &self.0 {
+            IdRepr::Num(n) => serde_json::from_str(n).unwrap_or(Value::Null),
+            IdRepr::Str(s) => Value::String(s.clone()),
+        }
+    }
+
+    /// Reads an id from JSON; `None` for anything but a string or an integer.
+    pub fn from_value(value: &Value) -> Option<Id> {
+        match value {
+            Value::String(s) => Some(Id(IdRepr::Str(s.clone()))),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(Id(IdRepr::Num(n.to_string()))),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            IdRepr::Num(n) => f.write_str(n),
+            IdRepr::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error without data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject { code, message: message.into(), data: None }
+    }
+
+    /// Adds `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    fn to_value(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// One incoming message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request: it must get exactly one response.
+    Request { id: Id, method: String, params: Option<Map<String, Value>> },
+    /// A notification: it must get none.
+    Notification { method: String, params: Option<Map<String, Value>> },
+    /// A response to a request this side sent.
+    Response { id: Option<Id>, outcome: Result<Value, ErrorObject> },
+}
+
+/// Why a frame is not a message, with the reply it deserves (`id` when it could be read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub id: Option<Id>,
+    pub error: ErrorObject,
+}
+
+impl Rejection {
+    /// The error response line for this rejection.
+    pub fn to_line(&self) -> String {
+        error_line(self.id.as_ref(), &self.error)
+    }
+}
+
+/// Parses one frame (a line of stdio, a WebSocket text frame, an HTTP body).
+pub fn parse(frame: &str) -> Result<Message, Rejection> {
+    let value: Value = serde_json::from_str(frame).map_err(|err| Rejection {
+        id: None,
+        error: ErrorObject::new(PARSE_ERROR, format!("parse error: {err}")),
+    })?;
+    from_value(value)
+}
+
+/// Interprets a parsed JSON value as a message.
+pub fn from_value(value: Value) -> Result<Message, Rejection> {
+    let invalid = |id: Option<Id>, message: &str| Rejection { id, error: ErrorObject::new(INVALID_REQUEST, message) };
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => return Err(invalid(None, "invalid request: batches are not supported; send one message per frame")),
+        _ => return Err(invalid(None, "invalid request: a message must be a JSON object")),
+    };
+    let id = match object.get("id") {
+        None => None,
+        Some(raw) => match Id::from_value(raw) {
+            Some(id) => Some(id),
+            None => return Err(invalid(None, "invalid request: `id` must be a string or an integer")),
+        },
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(id, "invalid request: `jsonrpc` must be \"2.0\""));
+    }
+    let params = match object.remove("params") {
+        None => None,
+        Some(Value::Object(params)) => Some(params),
+        // Positional params are valid JSON-RPC, but MCP defines none.
+        Some(Value::Array(_)) => return Err(invalid(id, "invalid request: MCP params must be an object")),
+        Some(_) => return Err(invalid(id, "invalid request: `params` must be an object")),
+    };
+    match object.remove("method") {
+        Some(Value::String(method)) => match id {
+            Some(id) => Ok(Message::Request { id, method, params }),
+            None if object.contains_key("id") => Err(invalid(None, "invalid request: `id` must not be null")),
+            None => Ok(Message::Notification { method, params }),
+        },
+        Some(_) => Err(invalid(id, "invalid request: `method` must be a string")),
+        None => {
+            if let Some(result) = object.remove("result") {
+                Ok(Message::Response { id, outcome: Ok(result) })
+            } else if let Some(error) = object.remove("error") {
+                let code = error.get("code").and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR);
+                let message = error.get("message").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let data = error.get("data").cloned();
+                Ok(Message::Response { id, outcome: Err(ErrorObject { code, message, data }) })
+            } else {
+                Err(invalid(id, "invalid request: no `method`, `result` or `error`"))
+            }
+        }
+    }
+}
+
+/// A success response line.
+pub fn result_line(id: &Id, result: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result}).to_string()
+}
+
+/// An error response line; `id` is null when it could not be read.
+pub fn error_line(id: Option<&Id>, error: &ErrorObject) -> String {
+    json!({"jsonrpc": "2.0", "id": id.map(Id::to_value).unwrap_or(Value::Null), "error": error.to_value()}).to_string()
+}
+
+/// A notification line.
+pub fn notification_line(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(frame: &str) -> Rejection {
+        parse(frame).expect_err(frame)
+    }
+
+    #[test]
+    fn invalid_json_is_a_parse_error_with_null_id() {
+        let r = rejected("{oops");
+        assert_eq!(r.error.code, PARSE_ERROR);
+        assert!(r.to_line().contains(r#""id":null"#));
+    }
+
+    #[test]
+    fn malformed_shapes_are_invalid_requests() {
+        for frame in [
+            "[]",
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            "42",
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+        ] {
+            assert_eq!(rejected(frame).error.code, INVALID_REQUEST, "{frame}");
+        }
+    }
+
+    #[test]
+    fn readable_ids_are_echoed_in_rejections() {
+        let r = rejected(r#"{"jsonrpc":"1.0","id":"abc","method":"ping"}"#);
+        assert_eq!(r.id, Id::from_value(&json!("abc")));
+    }
+
+    #[test]
+    fn ids_round_trip_exactly() {
+        for id in [json!(0), json!(-5), json!(u64::MAX), json!("x"), json!("")] {
+            assert_eq!(Id::from_value(&id).expect("valid id").to_value(), id);
+        }
+    }
+
+    #[test]
+    fn requests_notifications_and_responses_are_told_apart() {
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(Message::Request { .. })));
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(Message::Notification { .. })));
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Message::Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#),
+            Ok(Message::Response { outcome: Err(_), .. })
+        ));
+    }
+}

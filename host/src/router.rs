@@ -1,0 +1,462 @@
+//! Maps exposed names to plugins, merges their lists in a stable order, pages them, and routes
+//! requests. Exposed tool and prompt names are `<prefix>_<name>` and always match
+//! `^[a-zA-Z0-9_-]{1,64}$`; resources keep their URIs. A collision is an error naming both
+//! plugins and the fix; the later plugin (by id) is left out, never silently shadowed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::plugin::{CallContext, Plugin, PluginError};
+use crate::protocol::{
+    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, Prompt, Resource, ResourceContents,
+    ResourceTemplate, Tool,
+};
+
+/// Items per page of a list result.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// How a plugin's names are exposed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prefix {
+    /// `<plugin id>_<name>`.
+    Default,
+    /// `<prefix>_<name>`.
+    Custom(String),
+    /// `<name>` as the plugin declares it.
+    None,
+}
+
+impl Prefix {
+    /// From a grant's `expose.prefix`: `None` is the default, `Some("")` is no prefix.
+    pub fn from_grant(prefix: Option<&str>) -> Prefix {
+        match prefix {
+            None => Prefix::Default,
+            Some("") => Prefix::None,
+            Some(p) => Prefix::Custom(p.to_owned()),
+        }
+    }
+}
+
+/// A plugin and how to expose it.
+#[derive(Clone)]
+pub struct RouterEntry {
+    pub plugin: Arc<dyn Plugin>,
+    pub prefix: Prefix,
+}
+
+/// Why a plugin was left out of the router.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouterError {
+    #[error("plugin `{plugin}`: {kind} `{name}` cannot be exposed as `{exposed}`: names must match ^[a-zA-Z0-9_-]{{1,64}}$ (fix: set a shorter `expose.prefix` in the plugin's grant, or rename it in the plugin)")]
+    InvalidName { plugin: String, kind: &'static str, name: String, exposed: String },
+    #[error("plugins `{first}` and `{second}` both expose {kind} `{name}`; `{second}` is not served (fix: set `expose.prefix` in the grant of one of them)")]
+    Collision { first: String, second: String, kind: &'static str, name: String },
+}
+
+/// Why a request could not be routed or served.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RouteError {
+    /// No tool, prompt or completion target of that name.
+    UnknownName { kind: &'static str, name: String },
+    /// No resource with that URI, and no template matches it.
+    UnknownResource { uri: String },
+    /// A cursor this server did not hand out, or one from a list that has changed.
+    InvalidCursor,
+    /// The plugin failed.
+    Plugin { plugin: String, error: PluginError },
+}
+
+/// A page of a list.
+#[derive(Debug)]
+pub struct Page<'a, T> {
+    pub items: &'a [T],
+    pub next_cursor: Option<String>,
+}
+
+struct Routed {
+    plugin: usize,
+    own_name: String,
+}
+
+/// Every plugin's tools, resources and prompts under their exposed names.
+pub struct Router {
+    plugins: Vec<Arc<dyn Plugin>>,
+    tools: Vec<Tool>,
+    tool_routes: HashMap<String, Routed>,
+    prompts: Vec<Prompt>,
+    prompt_routes: HashMap<String, Routed>,
+    resources: Vec<Resource>,
+    resource_routes: HashMap<String, usize>,
+    templates: Vec<ResourceTemplate>,
+    template_routes: Vec<(UriTemplate, usize)>,
+    instructions: Option<String>,
+    page_size: usize,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router").field("plugins", &self.plugins.len()).field("tools", &self.tools.len()).finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// Builds the name tables. Entries are taken in plugin-id order; a plugin with an
+    /// unexposable name or a collision with an earlier plugin is left out and reported.
+    pub fn new(mut entries: Vec<RouterEntry>) -> (Router, Vec<RouterError>) {
+        entries.sort_by(|a, b| a.plugin.id().cmp(b.plugin.id()));
+        let mut router = Router {
+            plugins: Vec::new(),
+            tools: Vec::new(),
+            tool_routes: HashMap::new(),
+            prompts: Vec::new(),
+            prompt_routes: HashMap::new(),
+            resources: Vec::new(),
+            resource_routes: HashMap::new(),
+            templates: Vec::new(),
+            template_routes: Vec::new(),
+            instructions: None,
+            page_size: DEFAULT_PAGE_SIZE,
+        };
+        let mut owners: HashMap<(&'static str, String), String> = HashMap::new();
+        let mut errors = Vec::new();
+        for entry in entries {
+            match router.plan(&entry, &owners) {
+                Ok(plan) => {
+                    for key in plan.claims() {
+                        owners.insert(key, entry.plugin.id().to_owned());
+                    }
+                    router.admit(entry.plugin, plan);
+                }
+                Err(mut problems) => errors.append(&mut problems),
+            }
+        }
+        router.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        router.prompts.sort_by(|a, b| a.name.cmp(&b.name));
+        router.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
+        let mut templates: Vec<(ResourceTemplate, (UriTemplate, usize))> =
+            router.templates.drain(..).zip(router.template_routes.drain(..)).collect();
+        templates.sort_by(|a, b| a.0.uri_template.cmp(&b.0.uri_template));
+        (router.templates, router.template_routes) = templates.into_iter().unzip();
+        router.instructions = merge_instructions(&router.plugins);
+        (router, errors)
+    }
+
+    /// Sets the page size of list results (at least 1).
+    pub fn with_page_size(mut self, size: usize) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+
+    /// The plugins served, in id order.
+    pub fn plugins(&self) -> &[Arc<dyn Plugin>] {
+        &self.plugins
+    }
+
+    /// The server instructions: every plugin's instructions under its id.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// All tools, sorted by exposed name.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// All prompts, sorted by exposed name.
+    pub fn prompts(&self) -> &[Prompt] {
+        &self.prompts
+    }
+
+    /// All direct resources, sorted by URI.
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// All resource templates, sorted by URI template.
+    pub fn resource_templates(&self) -> &[ResourceTemplate] {
+        &self.templates
+    }
+
+    /// One page of `items`, starting at `cursor` (absent or empty: the first page).
+    pub fn page<'a, T: Named>(&self, items: &'a [T], cursor: Option<&str>) -> Result<Page<'a, T>, RouteError> {
+        let fingerprint = fingerprint(items);
+        let start = match cursor {
+            None | Some("") => 0,
+            Some(cursor) => decode_cursor(cursor, fingerprint).filter(|&s| s <= items.len()).ok_or(RouteError::InvalidCursor)?,
+        };
+        let end = (start + self.page_size).min(items.len());
+        let next_cursor = (end < items.len()).then(|| encode_cursor(end, fingerprint));
+        Ok(Page { items: &items[start..end], next_cursor })
+    }
+
+    /// Calls a tool by its exposed name.
+    pub async fn call_tool(&self, name: &str, arguments: &str, cx: &CallContext) -> Result<CallToolResult, RouteError> {
+        let route = self.tool_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "tool", name: name.to_owned() })?;
+        let plugin = &self.plugins[route.plugin];
+        plugin.call_tool(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))
+    }
+
+    /// Renders a prompt by its exposed name.
+    pub async fn get_prompt(&self, name: &str, arguments: &[(String, String)], cx: &CallContext) -> Result<GetPromptResult, RouteError> {
+        let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.to_owned() })?;
+        let plugin = &self.plugins[route.plugin];
+        plugin.get_prompt(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))
+    }
+
+    /// The prompt with this exposed name.
+    pub fn prompt(&self, name: &str) -> Option<&Prompt> {
+        self.prompts.binary_search_by(|p| p.name.as_str().cmp(name)).ok().map(|i| &self.prompts[i])
+    }
+
+    /// Reads a resource: a listed URI first, else the first template (in order) that matches.
+    pub async fn read_resource(&self, uri: &str, cx: &CallContext) -> Result<Vec<ResourceContents>, RouteError> {
+        let index = match self.resource_routes.get(uri) {
+            Some(&index) => index,
+            None => self
+                .template_routes
+                .iter()
+                .find(|(template, _)| template.matches(uri))
+                .map(|(_, index)| *index)
+                .ok_or_else(|| RouteError::UnknownResource { uri: uri.to_owned() })?,
+        };
+        let plugin = &self.plugins[index];
+        match plugin.read_resource(uri, cx).await {
+            Ok(contents) if contents.is_empty() => Err(RouteError::UnknownResource { uri: uri.to_owned() }),
+            Ok(contents) => Ok(contents),
+            Err(PluginError::NotFound(_)) => Err(RouteError::UnknownResource { uri: uri.to_owned() }),
+            Err(error) => Err(plugin_error(plugin.as_ref(), error)),
+        }
+    }
+
+    /// Completes an argument of a prompt (by exposed name) or a resource template (by URI template).
+    pub async fn complete(&self, target: &CompletionTarget, argument: (&str, &str), context: Vec<(String, String)>, cx: &CallContext) -> Result<Completion, RouteError> {
+        let (index, own_target) = match target {
+            CompletionTarget::Prompt(name) => {
+                let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.clone() })?;
+                (route.plugin, CompletionTarget::Prompt(route.own_name.clone()))
+            }
+            CompletionTarget::ResourceTemplate(uri) => {
+                let position = self
+                    .templates
+                    .iter()
+                    .position(|t| &t.uri_template == uri)
+                    .ok_or_else(|| RouteError::UnknownName { kind: "resource template", name: uri.clone() })?;
+                (self.template_routes[position].1, target.clone())
+            }
+        };
+        let request = CompletionRequest {
+            target: own_target,
+            argument_name: argument.0.to_owned(),
+            argument_value: argument.1.to_owned(),
+            context,
+        };
+        let plugin = &self.plugins[index];
+        let mut completion = plugin.complete(&request, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
+        if completion.values.len() > 100 {
+            completion.values.truncate(100);
+            completion.has_more = true;
+        }
+        Ok(completion)
+    }
+
+    fn plan(&self, entry: &RouterEntry, owners: &HashMap<(&'static str, String), String>) -> Result<Plan, Vec<RouterError>> {
+        let id = entry.plugin.id();
+        let catalog = entry.plugin.catalog();
+        let prefix = match &entry.prefix {
+            Prefix::Default => Some(id.to_owned()),
+            Prefix::Custom(p) => Some(p.clone()),
+            Prefix::None => None,
+        };
+        let expose = |name: &str| match &prefix {
+            Some(prefix) => format!("{prefix}_{name}"),
+            None => name.to_owned(),
+        };
+        let mut errors = Vec::new();
+        let mut plan = Plan::default();
+        let check = |kind: &'static str, name: &str, exposed: String, errors: &mut Vec<RouterError>| {
+            if kind != "resource" && kind != "resource template" && !valid_name(&exposed) {
+                errors.push(RouterError::InvalidName { plugin: id.to_owned(), kind, name: name.to_owned(), exposed: exposed.clone() });
+            } else if let Some(first) = owners.get(&(kind, exposed.clone())) {
+                errors.push(RouterError::Collision { first: first.clone(), second: id.to_owned(), kind, name: exposed.clone() });
+            }
+            exposed
+        };
+        for tool in &catalog.tools {
+            let exposed = check("tool", &tool.name, expose(&tool.name), &mut errors);
+            plan.tools.push((exposed, tool.name.clone()));
+        }
+        for prompt in &catalog.prompts {
+            let exposed = check("prompt", &prompt.name, expose(&prompt.name), &mut errors);
+            plan.prompts.push((exposed, prompt.name.clone()));
+        }
+        for resource in &catalog.resources {
+            plan.resources.push(check("resource", &resource.uri, resource.uri.clone(), &mut errors));
+        }
+        for template in &catalog.resource_templates {
+            plan.templates.push(check("resource template", &template.uri_template, template.uri_template.clone(), &mut errors));
+        }
+        if errors.is_empty() { Ok(plan) } else { Err(errors) }
+    }
+
+    fn admit(&mut self, plugin: Arc<dyn Plugin>, plan: Plan) {
+        let index = self.plugins.len();
+        let catalog = plugin.catalog();
+        for (tool, (exposed, own)) in catalog.tools.iter().zip(plan.tools) {
+            self.tools.push(Tool { name: exposed.clone(), ..tool.clone() });
+            self.tool_routes.insert(exposed, Routed { plugin: index, own_name: own });
+        }
+        for (prompt, (exposed, own)) in catalog.prompts.iter().zip(plan.prompts) {
+            self.prompts.push(Prompt { name: exposed.clone(), ..prompt.clone() });
+            self.prompt_routes.insert(exposed, Routed { plugin: index, own_name: own });
+        }
+        for resource in &catalog.resources {
+            self.resources.push(resource.clone());
+            self.resource_routes.insert(resource.uri.clone(), index);
+        }
+        for template in &catalog.resource_templates {
+            self.templates.push(template.clone());
+            self.template_routes.push((UriTemplate::parse(&template.uri_template), index));
+        }
+        self.plugins.push(plugin);
+    }
+}
+
+#[derive(Default)]
+struct Plan {
+    tools: Vec<(String, String)>,
+    prompts: Vec<(String, String)>,
+    resources: Vec<String>,
+    templates: Vec<String>,
+}
+
+impl Plan {
+    fn claims(&self) -> Vec<(&'static str, String)> {
+        let mut keys = Vec::new();
+        keys.extend(self.tools.iter().map(|(e, _)| ("tool", e.clone())));
+        keys.extend(self.prompts.iter().map(|(e, _)| ("prompt", e.clone())));
+        keys.extend(self.resources.iter().map(|u| ("resource", u.clone())));
+        keys.extend(self.templates.iter().map(|u| ("resource template", u.clone())));
+        keys
+    }
+}
+
+/// Something with a stable name, for cursor fingerprints.
+pub trait Named {
+    fn key(&self) -> &str;
+}
+
+impl Named for Tool {
+    fn key(&self) -> &str {
+        &self.name
+    }
+}
+impl Named for Prompt {
+    fn key(&self) -> &str {
+        &self.name
+    }
+}
+impl Named for Resource {
+    fn key(&self) -> &str {
+        &self.uri
+    }
+}
+impl Named for ResourceTemplate {
+    fn key(&self) -> &str {
+        &self.uri_template
+    }
+}
+
+/// Whether `name` is a valid exposed name: `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn plugin_error(plugin: &dyn Plugin, error: PluginError) -> RouteError {
+    RouteError::Plugin { plugin: plugin.id().to_owned(), error }
+}
+
+fn merge_instructions(plugins: &[Arc<dyn Plugin>]) -> Option<String> {
+    let sections: Vec<String> = plugins
+        .iter()
+        .filter_map(|p| p.catalog().info.instructions.as_deref().filter(|i| !i.trim().is_empty()).map(|i| format!("## {}\n\n{}", p.id(), i.trim())))
+        .collect();
+    (!sections.is_empty()).then(|| sections.join("\n\n"))
+}
+
+fn fingerprint<T: Named>(items: &[T]) -> u32 {
+    // FNV-1a: stable across processes, so a restarted server rejects or accepts cursors the same way.
+    let mut hash: u32 = 0x811c_9dc5;
+    for item in items {
+        for byte in item.key().bytes().chain(std::iter::once(0)) {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    }
+    hash
+}
+
+fn encode_cursor(offset: usize, fingerprint: u32) -> String {
+    format!("p{offset:x}-{fingerprint:08x}")
+}
+
+fn decode_cursor(cursor: &str, expected: u32) -> Option<usize> {
+    let (offset, fp) = cursor.strip_prefix('p')?.split_once('-')?;
+    (u32::from_str_radix(fp, 16).ok()? == expected).then_some(())?;
+    usize::from_str_radix(offset, 16).ok()
+}
+
+/// An RFC 6570 template reduced to what routing needs: literal parts and variables.
+/// `{var}` matches one or more characters other than `/`, `?` and `#`; `{+var}`, `{#var}` and
+/// exploded variables match any non-empty run.
+#[derive(Debug, Clone)]
+struct UriTemplate {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Literal(String),
+    Var { greedy: bool },
+}
+
+impl UriTemplate {
+    fn parse(template: &str) -> UriTemplate {
+        let mut parts = Vec::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            if open > 0 {
+                parts.push(Part::Literal(rest[..open].to_owned()));
+            }
+            let Some(close) = rest[open..].find('}') else {
+                parts.push(Part::Literal(rest[open..].to_owned()));
+                rest = "";
+                break;
+            };
+            let expr = &rest[open + 1..open + close];
+            parts.push(Part::Var { greedy: expr.starts_with('+') || expr.starts_with('#') || expr.ends_with('*') });
+            rest = &rest[open + close + 1..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Literal(rest.to_owned()));
+        }
+        UriTemplate { parts }
+    }
+
+    fn matches(&self, uri: &str) -> bool {
+        match_parts(&self.parts, uri)
+    }
+}
+
+fn match_parts(parts: &[Part], input: &str) -> bool {
+    match parts.split_first() {
+        None => input.is_empty(),
+        Some((Part::Literal(lit), rest)) => input.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail)),
+        Some((Part::Var { greedy }, rest)) => {
+            let stop = if *greedy { input.len() } else { input.find(['/', '?', '#']).unwrap_or(input.len()) };
+            (1..=stop).rev().filter(|&n| input.is_char_boundary(n)).any(|n| match_parts(rest, &input[n..]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! Router tests: exposed names, collisions, order, cursors, template routing.

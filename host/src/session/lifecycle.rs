@@ -1,0 +1,94 @@
+//! Protocol versions and eras: legacy `initialize` negotiation (2024-11-05 … 2025-11-25) and
+//! the per-request `_meta` of 2026-07-28, with `server/discover` and its validation errors.
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+
+/// Session-based revisions, oldest first; the last is offered when a client asks for another.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// Stateless revisions served per request.
+pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// `_meta` key carrying the protocol version of a modern request.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key carrying the client capabilities of a modern request.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key carrying the log level a modern request opts in to.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key carrying server info on modern results.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Unsupported protocol version (2026-07-28).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The version a legacy `initialize` settles on: the client's when supported, else the latest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r))
+        .copied()
+        .unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1])
+}
+
+/// Whether a request is modern-shaped: it carries the 2026-07-28 `_meta` protocol version.
+pub fn is_modern(params: Option<&Map<String, Value>>) -> bool {
+    meta(params).is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+}
+
+/// The request's `_meta` object, if any.
+pub fn meta(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> {
+    params.and_then(|p| p.get("_meta")).and_then(Value::as_object)
+}
+
+/// Validates a modern request's `_meta`: protocol version present and supported, client
+/// capabilities present and an object. `clientInfo` is optional.
+pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<&'static str, ErrorObject> {
+    let meta = meta(params).ok_or_else(|| {
+        ErrorObject::new(INVALID_PARAMS, format!("missing `_meta` with `{META_PROTOCOL_VERSION}` and `{META_CLIENT_CAPABILITIES}`"))
+    })?;
+    let requested = match meta.get(META_PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v.as_str(),
+        Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`_meta.{META_PROTOCOL_VERSION}` must be a string"))),
+        None => return Err(ErrorObject::new(INVALID_PARAMS, format!("missing `_meta.{META_PROTOCOL_VERSION}`"))),
+    };
+    let version = MODERN_VERSIONS.iter().find(|v| **v == requested).copied().ok_or_else(|| {
+        ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, format!("unsupported protocol version `{requested}`"))
+            .with_data(json!({"supported": MODERN_VERSIONS, "requested": requested}))
+    })?;
+    match meta.get(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(_)) => Ok(version),
+        Some(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("`_meta.{META_CLIENT_CAPABILITIES}` must be an object"))),
+        None => Err(ErrorObject::new(INVALID_PARAMS, format!("missing `_meta.{META_CLIENT_CAPABILITIES}`"))),
+    }
+}
+
+/// Methods that 2026-07-28 removed; a modern request for them is an unknown method.
+pub fn removed_in_modern(method: &str) -> bool {
+    matches!(method, "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" | "notifications/initialized")
+}
+
+/// The capabilities Paddock serves, in either era.
+pub fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": false},
+        "resources": {"subscribe": false, "listChanged": false},
+        "prompts": {"listChanged": false},
+        "completions": {},
+        "logging": {},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_supported_versions_and_offers_the_latest_otherwise() {
+        for v in LEGACY_VERSIONS {
+            assert_eq!(negotiate(Some(v)), v);
+        }
+        assert_eq!(negotiate(Some("1999-01-01")), "2025-11-25");
+        assert_eq!(negotiate(Some("2026-07-28")), "2025-11-25");
+        assert_eq!(negotiate(None), "2025-11-25");
+    }
+}

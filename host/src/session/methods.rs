@@ -1,0 +1,256 @@
+//! MCP methods of a session: lists with pagination, calls routed to plugins, the shape of each
+//! result per era, and the mapping from routing and plugin errors to JSON-RPC errors.
+
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::Era;
+use super::lifecycle::{self, META_SERVER_INFO, MODERN_VERSIONS};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line};
+use crate::plugin::{CallContext, CallEvent, LogLevel, PluginError};
+use crate::protocol::{CallToolResult, CompletionTarget};
+use crate::router::{Named, RouteError, Router};
+
+/// Legacy error code for an unknown resource (2025-11-25 and earlier).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// How long clients may cache list and read results (2026-07-28 `ttlMs`): lists are fixed for
+/// the life of the process, so a minute is safe.
+const TTL_MS: u64 = 60_000;
+
+/// Whether a method reaches a plugin (and so runs as its own task).
+pub(super) fn runs_in_plugin(method: &str) -> bool {
+    matches!(method, "tools/call" | "resources/read" | "prompts/get" | "completion/complete")
+}
+
+/// The server's name and version.
+fn server_info() -> Value {
+    json!({"name": "paddock", "title": "Paddock", "version": env!("CARGO_PKG_VERSION")})
+}
+
+pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": lifecycle::capabilities(),
+        "serverInfo": server_info(),
+    });
+    if let Some(instructions) = router.instructions() {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+pub(super) fn discover_result(router: &Router) -> Value {
+    let mut result = json!({"supportedVersions": MODERN_VERSIONS, "capabilities": lifecycle::capabilities()});
+    if let Some(instructions) = router.instructions() {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+/// Adds what every result of the request's era carries: for 2026-07-28, `resultType`, server
+/// info in `_meta`, and cache hints on cacheable results.
+pub(super) fn decorate(mut result: Value, method: &str, era: Era) -> Value {
+    if let (Era::Modern { .. }, Value::Object(object)) = (era, &mut result) {
+        object.insert("resultType".into(), json!("complete"));
+        let meta = object.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            meta.insert(META_SERVER_INFO.into(), server_info());
+        }
+        if matches!(
+            method,
+            "server/discover" | "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read"
+        ) {
+            object.insert("ttlMs".into(), json!(TTL_MS));
+            object.insert("cacheScope".into(), json!("public"));
+        }
+    }
+    result
+}
+
+pub(super) fn serve_list(router: &Router, method: &str, params: Option<&Map<String, Value>>, _era: Era) -> Result<Value, ErrorObject> {
+    let cursor = match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(cursor)) => Some(cursor.as_str()),
+        Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`cursor` must be a string")),
+    };
+    match method {
+        "tools/list" => page(router, router.tools(), cursor, "tools"),
+        "prompts/list" => page(router, router.prompts(), cursor, "prompts"),
+        "resources/list" => page(router, router.resources(), cursor, "resources"),
+        "resources/templates/list" => page(router, router.resource_templates(), cursor, "resourceTemplates"),
+        _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"))),
+    }
+}
+
+fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>, field: &str) -> Result<Value, ErrorObject> {
+    let page = router.page(items, cursor).map_err(|e| route_error(e, Era::Legacy { version: "" }))?;
+    let mut result = Map::new();
+    result.insert(field.into(), to_json(page.items)?);
+    if let Some(next) = page.next_cursor {
+        result.insert("nextCursor".into(), json!(next));
+    }
+    Ok(Value::Object(result))
+}
+
+pub(super) async fn serve_plugin(router: &Router, method: &str, params: Option<&Map<String, Value>>, era: Era, cx: &CallContext) -> Result<Value, ErrorObject> {
+    match method {
+        "tools/call" => {
+            let name = required_str(params, "name")?;
+            let arguments = match params.and_then(|p| p.get("arguments")) {
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(value @ Value::Object(_)) => value.to_string(),
+                Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`arguments` must be an object")),
+            };
+            match router.call_tool(name, &arguments, cx).await {
+                Ok(result) => to_json(&result),
+                Err(RouteError::Plugin { plugin, error }) => match error {
+                    PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),
+                    other => {
+                        tracing::warn!(%plugin, tool = name, error = %other, "tool call failed");
+                        to_json(&CallToolResult::error(other.to_string()))
+                    }
+                },
+                Err(other) => Err(route_error(other, era)),
+            }
+        }
+        "resources/read" => {
+            let uri = required_str(params, "uri")?;
+            let contents = router.read_resource(uri, cx).await.map_err(|e| route_error(e, era))?;
+            Ok(json!({"contents": to_json(&contents)?}))
+        }
+        "prompts/get" => {
+            let name = required_str(params, "name")?;
+            let Some(prompt) = router.prompt(name) else {
+                return Err(ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{name}`")));
+            };
+            let mut arguments = Vec::new();
+            match params.and_then(|p| p.get("arguments")) {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(args)) => {
+                    for (key, value) in args {
+                        let Value::String(value) = value else {
+                            return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt argument `{key}` must be a string")));
+                        };
+                        arguments.push((key.clone(), value.clone()));
+                    }
+                }
+                Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`arguments` must be an object")),
+            }
+            if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)) {
+                return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt `{name}` needs argument `{}`", missing.name)));
+            }
+            let result = router.get_prompt(name, &arguments, cx).await.map_err(|e| route_error(e, era))?;
+            to_json(&result)
+        }
+        "completion/complete" => {
+            let reference = params.and_then(|p| p.get("ref")).and_then(Value::as_object).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "missing `ref`"))?;
+            let target = match reference.get("type").and_then(Value::as_str) {
+                Some("ref/prompt") => CompletionTarget::Prompt(required_str(Some(reference), "name")?.to_owned()),
+                Some("ref/resource") => CompletionTarget::ResourceTemplate(required_str(Some(reference), "uri")?.to_owned()),
+                _ => return Err(ErrorObject::new(INVALID_PARAMS, "`ref.type` must be `ref/prompt` or `ref/resource`")),
+            };
+            let argument = params.and_then(|p| p.get("argument")).and_then(Value::as_object).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "missing `argument`"))?;
+            let arg_name = required_str(Some(argument), "name")?;
+            let arg_value = argument.get("value").and_then(Value::as_str).unwrap_or_default();
+            let context = params
+                .and_then(|p| p.get("context"))
+                .and_then(|c| c.get("arguments"))
+                .and_then(Value::as_object)
+                .map(|args| args.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
+                .unwrap_or_default();
+            let completion = router.complete(&target, (arg_name, arg_value), context, cx).await.map_err(|e| route_error(e, era))?;
+            Ok(json!({"completion": to_json(&completion)?}))
+        }
+        _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"))),
+    }
+}
+
+fn required_str<'a>(params: Option<&'a Map<String, Value>>, key: &str) -> Result<&'a str, ErrorObject> {
+    params
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing string parameter `{key}`")))
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(value).map_err(|err| {
+        tracing::error!(error = %err, "cannot serialize a result");
+        ErrorObject::new(INTERNAL_ERROR, "internal error")
+    })
+}
+
+fn route_error(error: RouteError, era: Era) -> ErrorObject {
+    match error {
+        RouteError::UnknownName { kind, name } => ErrorObject::new(INVALID_PARAMS, format!("unknown {kind} `{name}`")),
+        RouteError::UnknownResource { uri } => {
+            let code = if matches!(era, Era::Modern { .. }) { INVALID_PARAMS } else { RESOURCE_NOT_FOUND };
+            ErrorObject::new(code, format!("resource not found: `{uri}`")).with_data(json!({"uri": uri}))
+        }
+        RouteError::InvalidCursor => ErrorObject::new(INVALID_PARAMS, "invalid cursor: list again from the first page"),
+        RouteError::Plugin { plugin, error } => match error {
+            PluginError::NotFound(what) => ErrorObject::new(INVALID_PARAMS, format!("not found: {what}")),
+            PluginError::InvalidParams(why) => ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}")),
+            other => {
+                tracing::warn!(%plugin, error = %other, "plugin request failed");
+                ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {other}"))
+            }
+        },
+    }
+}
+
+/// Turns a request's `CallEvent`s into the notifications its client asked for: progress only
+/// with a progress token and only increasing; logs only at or above the requested level.
+pub(super) struct Notifier {
+    progress_token: Option<Value>,
+    last_progress: Mutex<Option<f64>>,
+    log_level: Option<LogLevel>,
+}
+
+impl Notifier {
+    pub(super) fn new(params: Option<&Map<String, Value>>, era: Era, legacy_level: LogLevel) -> Notifier {
+        let progress_token = lifecycle::meta(params)
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let log_level = match era {
+            Era::Legacy { .. } => Some(legacy_level),
+            Era::Modern { log_level } => log_level,
+        };
+        Notifier { progress_token, last_progress: Mutex::new(None), log_level }
+    }
+
+    pub(super) fn line_for(&self, event: CallEvent) -> Option<String> {
+        match event {
+            CallEvent::Progress { progress, total, message } => {
+                let token = self.progress_token.as_ref()?;
+                let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+                if !progress.is_finite() || last.is_some_and(|l| progress <= l) {
+                    return None;
+                }
+                *last = Some(progress);
+                let mut params = json!({"progressToken": token, "progress": progress});
+                if let Some(total) = total.filter(|t| t.is_finite()) {
+                    params["total"] = json!(total);
+                }
+                if let Some(message) = message {
+                    params["message"] = json!(message);
+                }
+                Some(notification_line("notifications/progress", params))
+            }
+            CallEvent::Log { level, logger, data } => {
+                if level < self.log_level? {
+                    return None;
+                }
+                let data = serde_json::from_str::<Value>(&data).unwrap_or(Value::String(data));
+                let mut params = json!({"level": level.as_str(), "data": data});
+                if let Some(logger) = logger {
+                    params["logger"] = json!(logger);
+                }
+                Some(notification_line("notifications/message", params))
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Session transcript tests against fake plugins, both protocol eras.
