@@ -1,1 +1,510 @@
-//! Session transcript tests against fake plugins, both protocol eras.
+//! Session transcript tests against fake plugins (no wasm), in both protocol eras.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::Session;
+use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, LogLevel, Plugin, PluginError};
+use crate::protocol::{
+    CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt, PromptArgument,
+    PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+};
+use crate::router::{Prefix, Router, RouterEntry};
+
+const WAIT: Duration = Duration::from_secs(10);
+const MODERN_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// A plugin with a few tools that exercise every outcome, a resource, a template and a prompt.
+pub(crate) struct FakePlugin {
+    catalog: Catalog,
+}
+
+fn tool(name: &str) -> Tool {
+    Tool {
+        name: name.into(),
+        title: None,
+        description: Some(format!("fake {name}")),
+        input_schema: serde_json::value::RawValue::from_string(r#"{"type":"object"}"#.into()).expect("schema"),
+        output_schema: None,
+        annotations: None,
+        icons: vec![],
+        meta: None,
+    }
+}
+
+impl FakePlugin {
+    pub(crate) fn new() -> Arc<FakePlugin> {
+        let catalog = Catalog {
+            tools: ["echo", "trap", "slow", "events", "missing"].into_iter().map(tool).collect(),
+            resources: vec![Resource {
+                uri: "fake://readme".into(),
+                name: "readme".into(),
+                title: None,
+                description: None,
+                mime_type: Some("text/plain".into()),
+                size: None,
+                icons: vec![],
+                annotations: None,
+            }],
+            resource_templates: vec![ResourceTemplate {
+                uri_template: "fake://items/{id}".into(),
+                name: "item".into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                icons: vec![],
+                annotations: None,
+            }],
+            prompts: vec![Prompt {
+                name: "greet".into(),
+                title: None,
+                description: None,
+                arguments: vec![PromptArgument { name: "name".into(), title: None, description: None, required: true }],
+                icons: vec![],
+            }],
+            ..Catalog::default()
+        };
+        Arc::new(FakePlugin { catalog })
+    }
+}
+
+impl Plugin for FakePlugin {
+    fn id(&self) -> &str {
+        "fake"
+    }
+
+    fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<CallToolResult, PluginError>> {
+        Box::pin(async move {
+            match tool {
+                "echo" => {
+                    let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
+                    Ok(CallToolResult { content: vec![ContentBlock::text(args["text"].as_str().unwrap_or_default())], structured_content: None, is_error: false, meta: None })
+                }
+                "trap" => Err(PluginError::Trap("wasm trap: unreachable".into())),
+                "slow" => {
+                    // Runs until cancelled (or far longer than any test waits).
+                    for _ in 0..1000 {
+                        if cx.is_cancelled() {
+                            return Ok(CallToolResult::error("cancelled"));
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Ok(CallToolResult::error("never cancelled"))
+                }
+                "events" => {
+                    cx.emit(CallEvent::Log { level: LogLevel::Debug, logger: None, data: "debug detail".into() });
+                    cx.emit(CallEvent::Log { level: LogLevel::Warning, logger: Some("fake".into()), data: r#"{"k":1}"#.into() });
+                    cx.emit(CallEvent::Progress { progress: 1.0, total: Some(2.0), message: Some("half".into()) });
+                    cx.emit(CallEvent::Progress { progress: 0.5, total: Some(2.0), message: None });
+                    cx.emit(CallEvent::Progress { progress: 2.0, total: Some(2.0), message: None });
+                    Ok(CallToolResult { content: vec![ContentBlock::text("done")], structured_content: None, is_error: false, meta: None })
+                }
+                _ => Err(PluginError::NotFound(tool.to_owned())),
+            }
+        })
+    }
+
+    fn read_resource<'a>(&'a self, uri: &'a str, _cx: &'a CallContext) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
+        Box::pin(async move {
+            if uri == "fake://readme" || uri == "fake://items/7" {
+                Ok(vec![ResourceContents { uri: uri.into(), mime_type: Some("text/plain".into()), text: Some(format!("contents of {uri}")), blob: None, meta: None }])
+            } else {
+                Err(PluginError::NotFound(uri.into()))
+            }
+        })
+    }
+
+    fn get_prompt<'a>(&'a self, _prompt: &'a str, arguments: &'a [(String, String)], _cx: &'a CallContext) -> BoxFuture<'a, Result<GetPromptResult, PluginError>> {
+        Box::pin(async move {
+            let name = arguments.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone()).unwrap_or_default();
+            Ok(GetPromptResult { description: None, messages: vec![PromptMessage { role: Role::User, content: ContentBlock::text(format!("Say hello to {name}")) }] })
+        })
+    }
+
+    fn complete<'a>(&'a self, request: &'a CompletionRequest, _cx: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {
+        Box::pin(async move {
+            let own = matches!(&request.target, CompletionTarget::Prompt(p) if p == "greet");
+            let values = if own { vec![format!("{}lice", request.argument_value)] } else { vec![] };
+            Ok(Completion { values, total: None, has_more: false })
+        })
+    }
+}
+
+struct Harness {
+    session: Arc<Session>,
+    rx: mpsc::UnboundedReceiver<String>,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        Harness::with_router(Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0)
+    }
+
+    fn with_router(router: Router) -> Harness {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Harness { session: Session::new(Arc::new(router), tx), rx }
+    }
+
+    async fn send(&mut self, frame: &str) {
+        self.session.handle_frame(frame).await;
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(WAIT, self.rx.recv()).await.expect("a reply in time").expect("session alive");
+        assert!(!line.contains('\n'), "one message per line: {line}");
+        serde_json::from_str(&line).expect("every line is JSON")
+    }
+
+    /// Sends a request and returns the next line, which must be its reply.
+    async fn ask(&mut self, frame: &str) -> Value {
+        self.send(frame).await;
+        self.recv().await
+    }
+
+    async fn initialize(&mut self, version: &str) -> Value {
+        let reply = self.ask(&format!(r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#)).await;
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        reply
+    }
+
+    /// Asserts nothing more is queued once every running request has finished.
+    async fn assert_quiet(&mut self) {
+        self.session.drain(WAIT).await;
+        assert!(self.rx.try_recv().is_err(), "unexpected extra message");
+    }
+}
+
+fn modern(id: u32, method: &str, params: &str) -> String {
+    let params = if params.is_empty() { format!(r#"{{"_meta":{MODERN_META}}}"#) } else { format!(r#"{{"_meta":{MODERN_META},{params}}}"#) };
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+}
+
+#[tokio::test]
+async fn initialize_echoes_each_legacy_version() {
+    for version in super::LEGACY_VERSIONS {
+        let mut h = Harness::new();
+        let reply = h.initialize(version).await;
+        assert_eq!(reply["id"], 0);
+        assert_eq!(reply["result"]["protocolVersion"], version);
+        assert_eq!(reply["result"]["serverInfo"]["name"], "paddock");
+        assert!(reply["result"]["capabilities"]["tools"].is_object());
+        assert!(reply["result"]["capabilities"]["resources"].is_object());
+        assert!(reply["result"]["capabilities"]["prompts"].is_object());
+        assert!(reply["result"].get("resultType").is_none(), "legacy results carry no resultType");
+        h.assert_quiet().await;
+    }
+}
+
+#[tokio::test]
+async fn initialize_offers_the_latest_version_for_an_unknown_one() {
+    let mut h = Harness::new();
+    assert_eq!(h.initialize("1999-01-01").await["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[tokio::test]
+async fn requests_before_initialize_are_refused_but_ping_works() {
+    let mut h = Harness::new();
+    let reply = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    assert_eq!(reply["error"]["code"], -32600);
+    assert_eq!(reply["id"], 1);
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#).await, json!({"jsonrpc":"2.0","id":"p","result":{}}));
+}
+
+#[tokio::test]
+async fn a_second_initialize_is_refused() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    assert_eq!(h.initialize("2025-06-18").await["error"]["code"], -32600);
+}
+
+#[tokio::test]
+async fn set_level_accepts_known_levels_only() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}}"#).await["result"], json!({}));
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}}"#).await["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn server_discover_describes_the_modern_server() {
+    let mut h = Harness::new();
+    let reply = h.ask(&modern(1, "server/discover", "")).await;
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
+    assert!(result["capabilities"]["tools"].is_object());
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "paddock");
+    assert!(result["ttlMs"].is_u64());
+    assert_eq!(result["cacheScope"], "public");
+}
+
+#[tokio::test]
+async fn modern_requests_validate_their_meta() {
+    let mut h = Harness::new();
+    let no_caps = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    assert_eq!(h.ask(no_caps).await["error"]["code"], -32602);
+    let discover_no_meta = r#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{}}"#;
+    assert_eq!(h.ask(discover_no_meta).await["error"]["code"], -32602);
+    let future = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let reply = h.ask(future).await;
+    assert_eq!(reply["error"]["code"], -32022);
+    assert_eq!(reply["error"]["data"], json!({"supported": ["2026-07-28"], "requested": "2099-01-01"}));
+    assert_eq!(reply["id"], 3);
+}
+
+#[tokio::test]
+async fn modern_requests_for_removed_methods_are_unknown() {
+    let mut h = Harness::new();
+    for (id, method) in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "no/such"].into_iter().enumerate() {
+        let reply = h.ask(&modern(id as u32, method, "")).await;
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn modern_results_carry_result_type_cache_hints_and_server_info() {
+    let mut h = Harness::new();
+    for method in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
+        let result = h.ask(&modern(1, method, "")).await["result"].clone();
+        assert_eq!(result["resultType"], "complete", "{method}");
+        assert_eq!(result["cacheScope"], "public", "{method}");
+        assert!(result["ttlMs"].is_u64(), "{method}");
+        assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "paddock", "{method}");
+    }
+    let read = h.ask(&modern(2, "resources/read", r#""uri":"fake://readme""#)).await["result"].clone();
+    assert_eq!(read["resultType"], "complete");
+    assert!(read["ttlMs"].is_u64());
+    let call = h.ask(&modern(3, "tools/call", r#""name":"fake_echo","arguments":{"text":"hi"}"#)).await["result"].clone();
+    assert_eq!(call["resultType"], "complete");
+    assert_eq!(call["content"][0]["text"], "hi");
+    assert!(call.get("ttlMs").is_none(), "tool results are not cacheable");
+}
+
+#[tokio::test]
+async fn legacy_results_carry_no_modern_fields() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let result = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await["result"].clone();
+    assert!(result.get("resultType").is_none() && result.get("ttlMs").is_none() && result.get("_meta").is_none(), "{result}");
+}
+
+#[tokio::test]
+async fn lists_are_sorted_and_paged_with_cursors() {
+    let router = Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0.with_page_size(2);
+    let mut h = Harness::with_router(router);
+    h.initialize("2025-11-25").await;
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 1..10 {
+        let params = cursor.as_ref().map(|c| format!(r#","params":{{"cursor":"{c}"}}"#)).unwrap_or_default();
+        let reply = h.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"{params}}}"#)).await;
+        let page = reply["result"]["tools"].as_array().expect("tools").clone();
+        assert!(page.len() <= 2);
+        names.extend(page.iter().map(|t| t["name"].as_str().expect("name").to_owned()));
+        match reply["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(names, ["fake_echo", "fake_events", "fake_missing", "fake_slow", "fake_trap"]);
+    let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
+    assert_eq!(bad["error"]["code"], -32602);
+    let empty = h.ask(&modern(21, "tools/list", r#""cursor":"""#)).await;
+    assert_eq!(empty["result"]["tools"][0]["name"], "fake_echo", "an empty cursor is the first page");
+}
+
+#[tokio::test]
+async fn tool_calls_map_every_outcome() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let ok = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake_echo","arguments":{"text":"hello"}}}"#).await;
+    assert_eq!(ok, json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}));
+    let trap = h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake_trap"}}"#).await;
+    assert_eq!(trap["result"]["isError"], true);
+    assert_eq!(trap["result"]["content"][0]["text"], "plugin crashed: wasm trap: unreachable");
+    let unknown = h.ask(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope_x"}}"#).await;
+    assert_eq!(unknown["error"]["code"], -32602);
+    assert_eq!(unknown["error"]["message"], "unknown tool `nope_x`");
+    let vanished = h.ask(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fake_missing"}}"#).await;
+    assert_eq!(vanished["error"]["code"], -32602);
+    let bad_args = h.ask(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fake_echo","arguments":[1]}}"#).await;
+    assert_eq!(bad_args["error"]["code"], -32602);
+    let no_name = h.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{}}"#).await;
+    assert_eq!(no_name["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn resources_are_read_directly_and_through_templates() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let direct = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"fake://readme"}}"#).await;
+    assert_eq!(direct["result"]["contents"][0]["text"], "contents of fake://readme");
+    let templated = h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"fake://items/7"}}"#).await;
+    assert_eq!(templated["result"]["contents"][0]["uri"], "fake://items/7");
+}
+
+#[tokio::test]
+async fn unknown_resources_use_each_era_s_error() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let legacy = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"fake://items/8"}}"#).await;
+    assert_eq!(legacy["error"]["code"], -32002);
+    assert_eq!(legacy["error"]["data"]["uri"], "fake://items/8");
+    let unmatched = h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"other://x"}}"#).await;
+    assert_eq!(unmatched["error"]["code"], -32002);
+    let modern = h.ask(&modern(3, "resources/read", r#""uri":"fake://nope""#)).await;
+    assert_eq!(modern["error"]["code"], -32602);
+    assert_eq!(modern["error"]["data"]["uri"], "fake://nope");
+}
+
+#[tokio::test]
+async fn prompts_need_their_required_arguments() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let ok = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"fake_greet","arguments":{"name":"Ada"}}}"#).await;
+    assert_eq!(ok["result"]["messages"][0], json!({"role":"user","content":{"type":"text","text":"Say hello to Ada"}}));
+    let missing = h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"fake_greet"}}"#).await;
+    assert_eq!(missing["error"]["code"], -32602);
+    let unknown = h.ask(r#"{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"nope"}}"#).await;
+    assert_eq!(unknown["error"]["code"], -32602);
+    let listed = h.ask(r#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#).await;
+    assert_eq!(listed["result"]["prompts"][0]["arguments"][0], json!({"name":"name","required":true}));
+}
+
+#[tokio::test]
+async fn completion_routes_to_the_prompt_s_plugin() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let reply = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"fake_greet"},"argument":{"name":"name","value":"A"}}}"#).await;
+    assert_eq!(reply["result"]["completion"]["values"], json!(["Alice"]));
+    let unknown = h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"nope"},"argument":{"name":"n","value":""}}}"#).await;
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn framing_errors_get_their_codes_and_the_stream_goes_on() {
+    let mut h = Harness::new();
+    let parse = h.ask("{broken").await;
+    assert_eq!(parse["error"]["code"], -32700);
+    assert_eq!(parse["id"], Value::Null);
+    assert_eq!(h.ask(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).await["error"]["code"], -32600);
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":2}"#).await["error"]["code"], -32600);
+    h.initialize("2025-03-26").await;
+    let unknown = h.ask(r#"{"jsonrpc":"2.0","id":3,"method":"tools/destroy"}"#).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    assert_eq!(unknown["id"], 3);
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#).await["result"], json!({}));
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn notifications_get_no_reply() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    h.send(r#"{"jsonrpc":"2.0","method":"notifications/whatever","params":{}}"#).await;
+    h.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}"#).await;
+    h.send(r#"{"jsonrpc":"2.0","id":5,"result":{}}"#).await;
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await["id"], 1);
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_slow_call_does_not_block_ping_and_a_cancelled_call_gets_no_reply() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    h.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fake_slow"}}"#).await;
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await["id"], 1, "ping answered while the call runs");
+    h.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user"}}"#).await;
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await["id"], 2);
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn progress_and_logs_precede_the_response_as_the_client_asked() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    h.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake_events","_meta":{"progressToken":"tok"}}}"#).await;
+    let mut lines = Vec::new();
+    loop {
+        let line = h.recv().await;
+        let done = line.get("id").is_some();
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    // Default level is info: the debug line is dropped; the decreasing progress is dropped.
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert_eq!(lines[0], json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"fake","data":{"k":1}}}));
+    assert_eq!(lines[1]["params"], json!({"progressToken":"tok","progress":1.0,"total":2.0,"message":"half"}));
+    assert_eq!(lines[2]["params"]["progress"], 2.0);
+    assert_eq!(lines[3]["result"]["content"][0]["text"], "done");
+}
+
+#[tokio::test]
+async fn without_a_progress_token_or_log_level_a_modern_request_gets_only_its_result() {
+    let mut h = Harness::new();
+    let reply = h.ask(&modern(1, "tools/call", r#""name":"fake_events""#)).await;
+    assert_eq!(reply["result"]["content"][0]["text"], "done");
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_modern_request_with_a_log_level_gets_logs_at_or_above_it() {
+    let mut h = Harness::new();
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}"#;
+    h.send(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"fake_events","_meta":{meta}}}}}"#)).await;
+    assert_eq!(h.recv().await["params"]["data"], "debug detail");
+    assert_eq!(h.recv().await["params"]["level"], "warning");
+    assert_eq!(h.recv().await["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn stdio_serves_until_eof_and_returns_ok() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let router = Arc::new(Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0);
+    let (mut client, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_out) = tokio::io::duplex(1 << 16);
+    let serve = tokio::spawn(crate::transport::stdio::serve(router, server_in, server_out));
+    client.write_all(b"\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n").await.expect("write");
+    client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}\n").await.expect("write");
+    drop(client);
+    let result = tokio::time::timeout(WAIT, serve).await.expect("serve ends at EOF").expect("task");
+    assert!(result.is_ok());
+    let mut lines = tokio::io::BufReader::new(client_out).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    assert_eq!(first, json!({"jsonrpc":"2.0","id":1,"result":{}}));
+    let second: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    assert_eq!(second["result"]["protocolVersion"], "2025-06-18");
+    assert!(lines.next_line().await.expect("read").is_none());
+}
+
+#[tokio::test]
+async fn stdio_skips_an_over_long_line_and_goes_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let router = Arc::new(Router::new(vec![]).0);
+    let (mut client, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_out) = tokio::io::duplex(1 << 16);
+    let serve = tokio::spawn(crate::transport::stdio::serve(router, server_in, server_out));
+    let writer = tokio::spawn(async move {
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..17 {
+            client.write_all(&chunk).await.expect("write");
+        }
+        client.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n").await.expect("write");
+    });
+    let mut lines = tokio::io::BufReader::new(client_out).lines();
+    let first: Value = serde_json::from_str(&tokio::time::timeout(WAIT, lines.next_line()).await.expect("in time").expect("read").expect("line")).expect("json");
+    assert_eq!(first["error"]["code"], -32600);
+    let second: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    assert_eq!(second["id"], 9);
+    writer.await.expect("writer");
+    drop(serve);
+}
