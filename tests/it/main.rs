@@ -5,3 +5,4 @@ mod clients_rmcp; // the official Rust SDK client (`rmcp` 3.9) in both eras
 mod grants; // sample plugins against their grants: files, network, env
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors
+mod tidy; // repository hygiene: module docs, no inherited stdio/env/network, stdout writers
