@@ -1,0 +1,224 @@
+//! What tools, resources and prompts return: content blocks, structured JSON, blobs, prompt
+//! messages, and the traits that turn an author's return type into the WIT result.
+
+use std::fmt::Display;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::bindings::exports::paddock::plugin::tools::CallResult;
+use crate::bindings::paddock::plugin::types::{
+    ContentBlock, EmbeddedResource, Error, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
+};
+use crate::schema;
+
+/// One content block of a tool result or prompt message.
+#[derive(Debug, Clone)]
+pub struct Content(pub(crate) ContentBlock);
+
+impl Content {
+    /// Plain text.
+    pub fn text(text: impl Into<String>) -> Content {
+        Content(ContentBlock::Text(TextContent { text: text.into(), annotations: None }))
+    }
+
+    /// An image; the host sends `data` as base64.
+    pub fn image(data: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Content {
+        Content(ContentBlock::Image(MediaContent { data: data.into(), mime_type: mime_type.into(), annotations: None }))
+    }
+
+    /// An audio clip; the host sends `data` as base64.
+    pub fn audio(data: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Content {
+        Content(ContentBlock::Audio(MediaContent { data: data.into(), mime_type: mime_type.into(), annotations: None }))
+    }
+
+    /// A link to a resource the client may read.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Content {
+        Content(ContentBlock::ResourceLink(ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            icons: Vec::new(),
+            annotations: None,
+        }))
+    }
+
+    /// A text resource embedded in the result.
+    pub fn embedded_text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Content {
+        embedded(uri.into(), mime_type, ResourceBody::Text(text.into()))
+    }
+
+    /// A binary resource embedded in the result (sent as base64).
+    pub fn embedded_blob(uri: impl Into<String>, mime_type: Option<&str>, data: impl Into<Vec<u8>>) -> Content {
+        embedded(uri.into(), mime_type, ResourceBody::Blob(data.into()))
+    }
+}
+
+fn embedded(uri: String, mime_type: Option<&str>, body: ResourceBody) -> Content {
+    Content(ContentBlock::Resource(EmbeddedResource {
+        resource: ResourceContents { uri, mime_type: mime_type.map(str::to_owned), body, meta: None },
+        annotations: None,
+    }))
+}
+
+/// Structured output: the tool gets an output schema from `T`, and its result carries `T` as
+/// structured content (plus the same JSON as text, for clients that only read text).
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+/// Bytes returned by a resource (sent as base64), with an optional MIME type.
+#[derive(Debug, Clone)]
+pub struct Blob(pub Vec<u8>);
+
+/// A message of a rendered prompt.
+#[derive(Debug, Clone)]
+pub struct PromptMessage {
+    pub(crate) role: Role,
+    pub(crate) content: Content,
+}
+
+impl PromptMessage {
+    /// A message from the user.
+    pub fn user(content: impl Into<Content>) -> PromptMessage {
+        PromptMessage { role: Role::User, content: content.into() }
+    }
+
+    /// A message from the assistant.
+    pub fn assistant(content: impl Into<Content>) -> PromptMessage {
+        PromptMessage { role: Role::Assistant, content: content.into() }
+    }
+}
+
+impl From<String> for Content {
+    fn from(text: String) -> Content {
+        Content::text(text)
+    }
+}
+
+impl From<&str> for Content {
+    fn from(text: &str) -> Content {
+        Content::text(text)
+    }
+}
+
+/// A type a `#[tool]` function may return.
+pub trait IntoToolResult {
+    /// The JSON Schema of the structured content, if the type has any.
+    fn output_schema() -> Option<String> {
+        None
+    }
+
+    /// The WIT result.
+    fn into_call_result(self) -> CallResult;
+}
+
+pub(crate) fn call_result(content: Vec<Content>, structured: Option<String>, is_error: bool) -> CallResult {
+    CallResult { content: content.into_iter().map(|c| c.0).collect(), structured_content: structured, is_error, meta: None }
+}
+
+impl IntoToolResult for String {
+    fn into_call_result(self) -> CallResult {
+        call_result(vec![Content::text(self)], None, false)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_call_result(self) -> CallResult {
+        call_result(vec![Content::text(self)], None, false)
+    }
+}
+
+impl IntoToolResult for Content {
+    fn into_call_result(self) -> CallResult {
+        call_result(vec![self], None, false)
+    }
+}
+
+impl IntoToolResult for Vec<Content> {
+    fn into_call_result(self) -> CallResult {
+        call_result(self, None, false)
+    }
+}
+
+impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
+    fn output_schema() -> Option<String> {
+        Some(schema::of::<T>().to_string())
+    }
+
+    fn into_call_result(self) -> CallResult {
+        match serde_json::to_string(&self.0) {
+            Ok(json) => call_result(vec![Content::text(json.clone())], Some(json), false),
+            Err(err) => call_result(vec![Content::text(format!("cannot serialize the result: {err}"))], None, true),
+        }
+    }
+}
+
+impl<R: IntoToolResult, E: Display> IntoToolResult for Result<R, E> {
+    fn output_schema() -> Option<String> {
+        R::output_schema()
+    }
+
+    fn into_call_result(self) -> CallResult {
+        match self {
+            Ok(value) => value.into_call_result(),
+            Err(err) => call_result(vec![Content::text(err.to_string())], None, true),
+        }
+    }
+}
+
+/// A type a `#[resource]` or `#[resource_template]` function may return.
+pub trait IntoResourceBody {
+    /// The body, or why it could not be read.
+    fn into_body(self) -> Result<ResourceBody, Error>;
+}
+
+impl IntoResourceBody for String {
+    fn into_body(self) -> Result<ResourceBody, Error> {
+        Ok(ResourceBody::Text(self))
+    }
+}
+
+impl IntoResourceBody for &'static str {
+    fn into_body(self) -> Result<ResourceBody, Error> {
+        Ok(ResourceBody::Text(self.to_owned()))
+    }
+}
+
+impl IntoResourceBody for Blob {
+    fn into_body(self) -> Result<ResourceBody, Error> {
+        Ok(ResourceBody::Blob(self.0))
+    }
+}
+
+impl<R: IntoResourceBody, E: Display> IntoResourceBody for Result<R, E> {
+    fn into_body(self) -> Result<ResourceBody, Error> {
+        self.map_err(|e| Error::Failed(e.to_string())).and_then(IntoResourceBody::into_body)
+    }
+}
+
+/// A type a `#[prompt]` function may return.
+pub trait IntoPromptMessages {
+    /// The messages, or why the prompt could not be rendered.
+    fn into_messages(self) -> Result<Vec<PromptMessage>, Error>;
+}
+
+impl IntoPromptMessages for String {
+    fn into_messages(self) -> Result<Vec<PromptMessage>, Error> {
+        Ok(vec![PromptMessage::user(self)])
+    }
+}
+
+impl IntoPromptMessages for Vec<PromptMessage> {
+    fn into_messages(self) -> Result<Vec<PromptMessage>, Error> {
+        Ok(self)
+    }
+}
+
+impl<R: IntoPromptMessages, E: Display> IntoPromptMessages for Result<R, E> {
+    fn into_messages(self) -> Result<Vec<PromptMessage>, Error> {
+        self.map_err(|e| Error::Failed(e.to_string())).and_then(IntoPromptMessages::into_messages)
+    }
+}

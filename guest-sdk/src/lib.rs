@@ -1,0 +1,162 @@
+//! Write [Paddock](https://github.com/) plugins in plain Rust: sandboxed MCP tools, resources
+//! and prompts, built for `wasm32-wasip2`.
+//!
+//! A function with a typed argument becomes a tool; its doc comment is the description and its
+//! JSON Schema comes from the argument type. No knowledge of WIT is needed.
+//!
+//! ```ignore
+//! use paddock_sdk::{export_plugin, tool, Deserialize, JsonSchema};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Greet {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! /// Greets someone by name.
+//! #[tool]
+//! fn greet(args: Greet) -> Result<String, String> {
+//!     Ok(format!("Hello, {}!", args.name))
+//! }
+//!
+//! export_plugin! {
+//!     name: "hello",
+//!     version: env!("CARGO_PKG_VERSION"),
+//!     tools: [greet],
+//! }
+//! ```
+//!
+//! Return types: `String` (one text block), [`Content`] or `Vec<Content>` (any blocks),
+//! [`Json<T>`] (structured content with an output schema), and `Result<_, E: Display>`, where
+//! `Err` becomes an error result the model can read. Invalid arguments become error results too.
+//! Host calls (logging, progress, cancellation, elicitation, sampling, roots) are in [`host`].
+
+#![deny(missing_docs)]
+
+#[allow(missing_docs, unsafe_code, clippy::all)]
+#[doc(hidden)]
+pub mod bindings;
+mod content;
+pub mod host;
+mod registry;
+mod schema;
+mod uri;
+
+pub use content::{Blob, Content, IntoPromptMessages, IntoResourceBody, IntoToolResult, Json, PromptMessage};
+pub use paddock_sdk_macros::{prompt, resource, resource_template, tool};
+pub use registry::{Completing, Requests, ToolHints};
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json;
+pub use uri::UriVars;
+
+/// Implementation details used by the macros. Not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::bindings;
+    pub use crate::registry::{PromptDef, Registry, ResourceDef, TemplateDef, ToolDef, ToolHints};
+}
+
+/// Exports the plugin: its name and version, and the tools, resources, resource templates and
+/// prompts registered with the attribute macros. Sections are optional but must come in this
+/// order:
+///
+/// ```ignore
+/// export_plugin! {
+///     name: "text",
+///     version: env!("CARGO_PKG_VERSION"),
+///     title: "Text tools",
+///     description: "Pure text utilities",
+///     instructions: "Use these tools to transform text.",
+///     requests: paddock_sdk::Requests::new().file("/data", true, "stores notes"),
+///     tools: [echo, upper],
+///     resources: [about],
+///     resource_templates: [word],
+///     prompts: [summarize],
+///     completion: complete_fn,
+/// }
+/// ```
+#[macro_export]
+macro_rules! export_plugin {
+    (
+        name: $name:expr,
+        version: $version:expr
+        $(, title: $title:expr)?
+        $(, description: $description:expr)?
+        $(, instructions: $instructions:expr)?
+        $(, requests: $requests:expr)?
+        $(, tools: [$($tool:ident),* $(,)?])?
+        $(, resources: [$($resource:ident),* $(,)?])?
+        $(, resource_templates: [$($template:ident),* $(,)?])?
+        $(, prompts: [$($prompt:ident),* $(,)?])?
+        $(, completion: $completion:path)?
+        $(,)?
+    ) => {
+        #[doc(hidden)]
+        struct __PaddockPlugin;
+
+        #[doc(hidden)]
+        fn __paddock_registry() -> $crate::__private::Registry {
+            let mut registry = $crate::__private::Registry::new($name, $version);
+            $( registry.title($title); )?
+            $( registry.description($description); )?
+            $( registry.instructions($instructions); )?
+            $( registry.requests($requests); )?
+            $( $( registry.tool($tool::__tool_def()); )* )?
+            $( $( registry.resource($resource::__resource_def()); )* )?
+            $( $( registry.template($template::__template_def()); )* )?
+            $( $( registry.prompt($prompt::__prompt_def()); )* )?
+            $( registry.completion($completion); )?
+            registry
+        }
+
+        const _: () = {
+            use $crate::__private::bindings::exports::paddock::plugin as __exports;
+            use $crate::__private::bindings::paddock::plugin::types as __types;
+
+            impl __exports::metadata::Guest for __PaddockPlugin {
+                fn info() -> __exports::metadata::PluginInfo {
+                    __paddock_registry().info()
+                }
+            }
+
+            impl __exports::tools::Guest for __PaddockPlugin {
+                fn list_tools() -> ::std::vec::Vec<__exports::tools::Tool> {
+                    __paddock_registry().list_tools()
+                }
+                fn call_tool(name: ::std::string::String, arguments: ::std::string::String) -> ::core::result::Result<__exports::tools::CallResult, __types::Error> {
+                    __paddock_registry().call_tool(&name, &arguments)
+                }
+            }
+
+            impl __exports::resources::Guest for __PaddockPlugin {
+                fn list_resources() -> ::std::vec::Vec<__exports::resources::Resource> {
+                    __paddock_registry().list_resources()
+                }
+                fn list_resource_templates() -> ::std::vec::Vec<__exports::resources::ResourceTemplate> {
+                    __paddock_registry().list_resource_templates()
+                }
+                fn read_resource(uri: ::std::string::String) -> ::core::result::Result<::std::vec::Vec<__types::ResourceContents>, __types::Error> {
+                    __paddock_registry().read_resource(&uri)
+                }
+            }
+
+            impl __exports::prompts::Guest for __PaddockPlugin {
+                fn list_prompts() -> ::std::vec::Vec<__exports::prompts::Prompt> {
+                    __paddock_registry().list_prompts()
+                }
+                fn get_prompt(name: ::std::string::String, arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>) -> ::core::result::Result<__exports::prompts::PromptResult, __types::Error> {
+                    __paddock_registry().get_prompt(&name, &arguments)
+                }
+            }
+
+            impl __exports::completion::Guest for __PaddockPlugin {
+                fn complete(request: __exports::completion::CompletionRequest) -> ::core::result::Result<__exports::completion::CompletionResult, __types::Error> {
+                    __paddock_registry().complete(&request)
+                }
+            }
+        };
+
+        $crate::__private::bindings::__paddock_export!(__PaddockPlugin with_types_in $crate::__private::bindings);
+    };
+}
