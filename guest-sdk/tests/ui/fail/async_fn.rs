@@ -1,0 +1,8 @@
+use paddock_sdk::tool;
+
+#[tool]
+async fn wait() -> String {
+    String::new()
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use paddock_sdk::tool;
+
+#[tool]
+fn nothing() {}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use paddock_sdk::tool;
+
+struct Service;
+
+impl Service {
+    #[tool]
+    fn run(&self) -> String {
+        String::new()
+    }
+}
+
+fn main() {}
