@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::router::Router;
 
 /// Session-based revisions, oldest first; the last is offered when a client asks for another.
 pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -67,15 +68,23 @@ pub fn removed_in_modern(method: &str) -> bool {
     matches!(method, "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" | "notifications/initialized")
 }
 
-/// The capabilities Paddock serves, in either era.
-pub fn capabilities() -> Value {
-    json!({
-        "tools": {"listChanged": false},
-        "resources": {"subscribe": false, "listChanged": false},
-        "prompts": {"listChanged": false},
-        "completions": {},
-        "logging": {},
-    })
+/// The capabilities of what is being served, in either era: a kind is declared only when some
+/// plugin serves it (its list methods still answer, with an empty list, when it is not).
+pub fn capabilities(router: &Router) -> Value {
+    let mut capabilities = json!({"logging": {}});
+    if !router.tools().is_empty() {
+        capabilities["tools"] = json!({"listChanged": false});
+    }
+    if !router.resources().is_empty() || !router.resource_templates().is_empty() {
+        capabilities["resources"] = json!({"subscribe": false, "listChanged": false});
+    }
+    if !router.prompts().is_empty() {
+        capabilities["prompts"] = json!({"listChanged": false});
+    }
+    if !router.prompts().is_empty() || !router.resource_templates().is_empty() {
+        capabilities["completions"] = json!({});
+    }
+    capabilities
 }
 
 #[cfg(test)]

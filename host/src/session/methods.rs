@@ -33,7 +33,7 @@ fn server_info() -> Value {
 pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": lifecycle::capabilities(),
+        "capabilities": lifecycle::capabilities(router),
         "serverInfo": server_info(),
     });
     if let Some(instructions) = router.instructions() {
@@ -43,7 +43,7 @@ pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
 }
 
 pub(super) fn discover_result(router: &Router) -> Value {
-    let mut result = json!({"supportedVersions": MODERN_VERSIONS, "capabilities": lifecycle::capabilities()});
+    let mut result = json!({"supportedVersions": MODERN_VERSIONS, "capabilities": lifecycle::capabilities(router)});
     if let Some(instructions) = router.instructions() {
         result["instructions"] = json!(instructions);
     }

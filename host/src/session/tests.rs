@@ -203,6 +203,19 @@ async fn initialize_echoes_each_legacy_version() {
 }
 
 #[tokio::test]
+async fn capabilities_declare_only_what_is_served() {
+    let mut h = Harness::with_router(Router::new(vec![]).0);
+    let caps = h.initialize("2025-11-25").await["result"]["capabilities"].clone();
+    assert_eq!(caps, json!({"logging": {}}));
+    let listed = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    assert_eq!(listed["result"], json!({"tools": []}));
+    let mut h = Harness::new();
+    let caps = h.ask(&modern(1, "server/discover", "")).await["result"]["capabilities"].clone();
+    assert_eq!(caps["completions"], json!({}));
+    assert_eq!(caps["resources"], json!({"subscribe": false, "listChanged": false}));
+}
+
+#[tokio::test]
 async fn initialize_offers_the_latest_version_for_an_unknown_one() {
     let mut h = Harness::new();
     assert_eq!(h.initialize("1999-01-01").await["result"]["protocolVersion"], "2025-11-25");
