@@ -136,7 +136,15 @@ impl Session {
                 Err(_) => return,
             };
             let cx = CallContext::detached(id.to_string());
-            self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), InFlight { cx: cx.clone(), task: None });
+            {
+                let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                if in_flight.contains_key(&id) {
+                    drop(in_flight);
+                    let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
+                    return self.send(jsonrpc::error_line(Some(&id), &error));
+                }
+                in_flight.insert(id.clone(), InFlight { cx: cx.clone(), task: None });
+            }
             let session = Arc::clone(self);
             let task_id = id.clone();
             let task = tokio::spawn(async move {

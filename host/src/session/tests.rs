@@ -440,6 +440,17 @@ async fn a_slow_call_does_not_block_ping_and_a_cancelled_call_gets_no_reply() {
 }
 
 #[tokio::test]
+async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    h.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_slow"}}"#).await;
+    let duplicate = h.ask(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_echo","arguments":{"text":"x"}}}"#).await;
+    assert_eq!(duplicate["error"]["code"], -32600, "{duplicate}");
+    h.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#).await;
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
 async fn progress_and_logs_precede_the_response_as_the_client_asked() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
