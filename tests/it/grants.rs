@@ -9,14 +9,24 @@ use tokio::net::TcpListener;
 
 /// A loopback HTTP server that answers every request with 200 and `body`; returns its address.
 async fn http_server(body: &'static str) -> SocketAddr {
+    serve_http(format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())).await
+}
+
+/// A loopback HTTP server that redirects every request to `location`.
+async fn redirect_server(location: String) -> SocketAddr {
+    serve_http(format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")).await
+}
+
+/// A loopback HTTP server that answers every request with `reply`.
+async fn serve_http(reply: String) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
+            let reply = reply.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let _ = socket.read(&mut buf).await;
-                let reply = format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
                 let _ = socket.write_all(reply.as_bytes()).await;
             });
         }
@@ -107,6 +117,32 @@ async fn fetch_reaches_a_granted_target_and_is_refused_others() {
 
     let ping = host.request("ping", json!({})).await.expect("alive");
     assert_eq!(ping["result"], json!({}));
+}
+
+#[tokio::test]
+async fn fetch_follows_redirects_only_within_its_grant() {
+    let inside = http_server("reached through a granted redirect").await;
+    let outside = http_server("this must never be read").await;
+    let to_inside = redirect_server(format!("http://127.0.0.1:{}/next", inside.port())).await;
+    let to_outside = redirect_server(format!("http://127.0.0.1:{}/", outside.port())).await;
+    let grant = format!(
+        "network = [\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]\n",
+        inside.port(),
+        to_inside.port(),
+        to_outside.port()
+    );
+    let plugins = PluginDir::new().add("fetch", &sample_wasm("fetch")).write("fetch.toml", grant);
+    let mut host = StdioHost::start(plugins.path(), &[]).expect("start");
+    host.initialize("2025-11-25").await.expect("initialize");
+
+    let followed = host.call_tool("fetch_get", json!({"url": format!("http://127.0.0.1:{}/", to_inside.port())})).await.expect("call");
+    assert!(!is_error(&followed), "{followed}");
+    assert!(followed.to_string().contains("reached through a granted redirect"), "{followed}");
+
+    let escaped = host.call_tool("fetch_get", json!({"url": format!("http://127.0.0.1:{}/", to_outside.port())})).await.expect("call");
+    assert!(is_error(&escaped), "a redirect out of the grant must be refused: {escaped}");
+    assert!(escaped.to_string().to_lowercase().contains("denied"), "{escaped}");
+    assert!(!escaped.to_string().contains("never be read"));
 }
 
 #[tokio::test]

@@ -124,6 +124,7 @@ impl StdioHost {
             .arg(dir)
             .args(extra)
             .env("PADDOCK_CACHE_DIR", test_cache_dir())
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

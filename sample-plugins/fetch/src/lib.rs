@@ -11,11 +11,12 @@ struct GetArgs {
     url: String,
 }
 
-/// Fetches a URL with HTTP GET and returns the status line and the body as text (up to 1 MiB).
+/// Fetches a URL with HTTP GET (following up to 5 redirects) and returns the status, the final
+/// URL, the content type and the body as text (up to 1 MiB).
 #[tool(read_only, open_world)]
 fn get(args: GetArgs) -> Result<String, String> {
     let response = http::get(&args.url)?;
-    let mut out = format!("HTTP {}\n", response.status);
+    let mut out = format!("HTTP {}\nurl: {}\n", response.status, response.url);
     if let Some(content_type) = &response.content_type {
         out.push_str(&format!("content-type: {content_type}\n"));
     }
