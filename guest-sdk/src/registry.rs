@@ -78,12 +78,13 @@ impl ToolDef {
             description: self.description.map(str::to_owned),
             input_schema: (self.input_schema)().to_string(),
             output_schema: (self.output_schema)(),
+            // Only what the author stated: an unstated hint keeps MCP's default.
             annotations: any_hint.then(|| ToolAnnotations {
                 title: None,
                 read_only_hint: hints.read_only.then_some(true),
-                destructive_hint: Some(hints.destructive),
+                destructive_hint: hints.destructive.then_some(true),
                 idempotent_hint: hints.idempotent.then_some(true),
-                open_world_hint: Some(hints.open_world),
+                open_world_hint: hints.open_world.then_some(true),
             }),
             icons: Vec::new(),
             meta: None,
