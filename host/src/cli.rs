@@ -165,7 +165,7 @@ async fn serve(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         prompts = router.prompts().len(),
         "serving over stdio"
     );
-    crate::transport::stdio::serve(router, tokio::io::stdin(), tokio::io::stdout()).await.context("stdio transport failed")?;
+    crate::transport::stdio::serve_process(router).await.context("stdio transport failed")?;
     Ok(ExitCode::SUCCESS)
 }
 
