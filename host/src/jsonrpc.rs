@@ -108,11 +108,13 @@ impl Rejection {
 
 /// Parses one frame (a line of stdio, a WebSocket text frame, an HTTP body).
 pub fn parse(frame: &str) -> Result<Message, Rejection> {
-    let value: Value = serde_json::from_str(frame).map_err(|err| Rejection {
-        id: None,
-        error: ErrorObject::new(PARSE_ERROR, format!("parse error: {err}")),
-    })?;
-    from_value(value)
+    from_value(parse_json(frame)?)
+}
+
+/// Parses a frame as JSON, before looking at its shape (a message or a batch).
+pub fn parse_json(frame: &str) -> Result<Value, Rejection> {
+    serde_json::from_str(frame)
+        .map_err(|err| Rejection { id: None, error: ErrorObject::new(PARSE_ERROR, format!("parse error: {err}")) })
 }
 
 /// Interprets a parsed JSON value as a message.
@@ -120,7 +122,9 @@ pub fn from_value(value: Value) -> Result<Message, Rejection> {
     let invalid = |id: Option<Id>, message: &str| Rejection { id, error: ErrorObject::new(INVALID_REQUEST, message) };
     let mut object = match value {
         Value::Object(object) => object,
-        Value::Array(_) => return Err(invalid(None, "invalid request: batches are not supported; send one message per frame")),
+        Value::Array(_) => {
+            return Err(invalid(None, "invalid request: batches are only accepted in protocol 2025-03-26 sessions; send one message per frame"));
+        }
         _ => return Err(invalid(None, "invalid request: a message must be a JSON object")),
     };
     let id = match object.get("id") {

@@ -10,6 +10,7 @@
 //! The session writes finished lines (responses and notifications) to an outgoing channel; the
 //! transport owns the actual writer. It knows no wasm and no sockets.
 
+mod batch;
 mod lifecycle;
 mod methods;
 
@@ -21,6 +22,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 pub use lifecycle::{LEGACY_VERSIONS, MODERN_VERSIONS};
+
+use batch::{Batch, Dest};
 
 use crate::jsonrpc::{self, ErrorObject, Id, Message};
 use crate::plugin::{CallContext, LogLevel};
@@ -48,6 +51,7 @@ struct LegacyState {
 struct InFlight {
     cx: CallContext,
     task: Option<tokio::task::AbortHandle>,
+    dest: Dest,
 }
 
 /// One channel's session.
@@ -80,9 +84,37 @@ impl Session {
     /// Handles one incoming frame. Returns once the message is answered or its work is
     /// started; waits first when `MAX_IN_FLIGHT` requests are already running.
     pub async fn handle_frame(self: &Arc<Self>, frame: &str) {
-        match jsonrpc::parse(frame) {
-            Ok(message) => self.handle_message(message).await,
+        let value = match jsonrpc::parse_json(frame) {
+            Ok(value) => value,
+            Err(rejection) => return self.send(rejection.to_line()),
+        };
+        if let serde_json::Value::Array(members) = &value
+            && !members.is_empty()
+            && self.accepts_batches()
+        {
+            let serde_json::Value::Array(members) = value else { return };
+            return self.handle_batch(members).await;
+        }
+        match jsonrpc::from_value(value) {
+            Ok(message) => self.handle_message(message, Dest::Direct).await,
             Err(rejection) => self.send(rejection.to_line()),
+        }
+    }
+
+    /// Batches are part of protocol 2025-03-26 only.
+    fn accepts_batches(&self) -> bool {
+        self.legacy.lock().unwrap_or_else(|e| e.into_inner()).version == Some("2025-03-26")
+    }
+
+    async fn handle_batch(self: &Arc<Self>, members: Vec<Value>) {
+        let messages: Vec<Result<Message, jsonrpc::Rejection>> = members.into_iter().map(jsonrpc::from_value).collect();
+        let pending = messages.iter().filter(|m| matches!(m, Ok(Message::Request { .. }) | Err(_))).count();
+        let batch = Batch::new(self.out.clone(), pending);
+        for message in messages {
+            match message {
+                Ok(message) => self.handle_message(message, Dest::Batch(Arc::clone(&batch))).await,
+                Err(rejection) => batch.push(rejection.to_line()),
+            }
         }
     }
 
@@ -97,9 +129,9 @@ impl Session {
         let _ = tokio::time::timeout(timeout, self.permits.acquire_many(all)).await;
     }
 
-    async fn handle_message(self: &Arc<Self>, message: Message) {
+    async fn handle_message(self: &Arc<Self>, message: Message, dest: Dest) {
         match message {
-            Message::Request { id, method, params } => self.handle_request(id, method, params).await,
+            Message::Request { id, method, params } => self.handle_request(id, method, params, dest).await,
             Message::Notification { method, params } => self.handle_notification(&method, params.as_ref()),
             Message::Response { id, .. } => {
                 // Paddock sends no requests to clients yet, so no response is awaited.
@@ -119,16 +151,19 @@ impl Session {
                     if let Some(task) = entry.task {
                         task.abort();
                     }
+                    if let Dest::Batch(batch) = entry.dest {
+                        batch.skip();
+                    }
                 }
             }
             other => tracing::debug!(method = other, "ignoring notification"),
         }
     }
 
-    async fn handle_request(self: &Arc<Self>, id: Id, method: String, params: Option<Map<String, Value>>) {
+    async fn handle_request(self: &Arc<Self>, id: Id, method: String, params: Option<Map<String, Value>>, dest: Dest) {
         let era = match self.era_for(&method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.send(jsonrpc::error_line(Some(&id), &error)),
+            Err(error) => return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)),
         };
         if methods::runs_in_plugin(&method) {
             let permit = match self.permits.clone().acquire_owned().await {
@@ -141,9 +176,9 @@ impl Session {
                 if in_flight.contains_key(&id) {
                     drop(in_flight);
                     let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
-                    return self.send(jsonrpc::error_line(Some(&id), &error));
+                    return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error));
                 }
-                in_flight.insert(id.clone(), InFlight { cx: cx.clone(), task: None });
+                in_flight.insert(id.clone(), InFlight { cx: cx.clone(), task: None, dest });
             }
             let session = Arc::clone(self);
             let task_id = id.clone();
@@ -156,7 +191,7 @@ impl Session {
             }
         } else {
             let outcome = self.serve_local(&method, params.as_ref(), era);
-            self.reply(&id, &method, era, outcome);
+            self.reply(&dest, &id, &method, era, outcome);
         }
     }
 
@@ -236,9 +271,11 @@ impl Session {
                 self.send(line);
             }
         }
-        let still_wanted = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&id).is_some();
-        if still_wanted && !cx.is_cancelled() {
-            self.reply(&id, &method, era, outcome);
+        let entry = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        if let Some(entry) = entry
+            && !cx.is_cancelled()
+        {
+            self.reply(&entry.dest, &id, &method, era, outcome);
         }
     }
 
@@ -246,12 +283,19 @@ impl Session {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level
     }
 
-    fn reply(&self, id: &Id, method: &str, era: Era, outcome: Result<Value, ErrorObject>) {
+    fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<Value, ErrorObject>) {
         let line = match outcome {
             Ok(result) => jsonrpc::result_line(id, &methods::decorate(result, method, era)),
             Err(error) => jsonrpc::error_line(Some(id), &error),
         };
-        self.send(line);
+        self.deliver(dest, line);
+    }
+
+    fn deliver(&self, dest: &Dest, line: String) {
+        match dest {
+            Dest::Direct => self.send(line),
+            Dest::Batch(batch) => batch.push(line),
+        }
     }
 
     fn send(&self, line: String) {

@@ -418,6 +418,44 @@ async fn framing_errors_get_their_codes_and_the_stream_goes_on() {
 }
 
 #[tokio::test]
+async fn a_2025_03_26_session_answers_a_batch_with_one_array() {
+    let mut h = Harness::new();
+    h.initialize("2025-03-26").await;
+    h.send(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake_echo","arguments":{"text":"in a batch"}}},{"jsonrpc":"2.0","method":"notifications/whatever"},{"jsonrpc":"1.0","id":3,"method":"ping"}]"#).await;
+    let reply = h.recv().await;
+    let replies = reply.as_array().expect("one array for the whole batch");
+    assert_eq!(replies.len(), 3, "{reply}");
+    let by_id = |id: i64| replies.iter().find(|r| r["id"] == id).cloned().unwrap_or_default();
+    assert_eq!(by_id(1)["result"], json!({}));
+    assert_eq!(by_id(2)["result"]["content"][0]["text"], "in a batch");
+    assert_eq!(by_id(3)["error"]["code"], -32600);
+    h.send(r#"[{"jsonrpc":"2.0","method":"notifications/a"},{"jsonrpc":"2.0","method":"notifications/b"}]"#).await;
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#).await["id"], 9, "a batch of notifications gets no reply");
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_batch_member_leaves_the_others_to_answer() {
+    let mut h = Harness::new();
+    h.initialize("2025-03-26").await;
+    h.send(r#"[{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"fake_slow"}},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#).await;
+    h.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}"#).await;
+    assert_eq!(h.recv().await, json!([{"jsonrpc":"2.0","id":2,"result":{}}]));
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn batches_are_refused_outside_2025_03_26() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let reply = h.ask(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).await;
+    assert_eq!(reply["error"]["code"], -32600);
+    let mut h = Harness::new();
+    h.initialize("2025-03-26").await;
+    assert_eq!(h.ask("[]").await["error"]["code"], -32600, "an empty batch is invalid");
+}
+
+#[tokio::test]
 async fn notifications_get_no_reply() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;

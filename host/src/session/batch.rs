@@ -1,0 +1,54 @@
+//! JSON-RPC batches, which protocol revision 2025-03-26 (and only it) requires servers to
+//! accept: the replies of a batch's requests go back together as one array, once all are in.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+/// Where the reply of one request goes.
+#[derive(Clone)]
+pub(super) enum Dest {
+    /// Straight to the channel, as its own message.
+    Direct,
+    /// Into a batch's array.
+    Batch(Arc<Batch>),
+}
+
+/// The replies of one batch being gathered.
+pub(super) struct Batch {
+    out: mpsc::UnboundedSender<String>,
+    state: Mutex<Gathering>,
+}
+
+struct Gathering {
+    pending: usize,
+    replies: Vec<String>,
+}
+
+impl Batch {
+    /// A batch that expects `pending` replies (its requests and its invalid members).
+    pub(super) fn new(out: mpsc::UnboundedSender<String>, pending: usize) -> Arc<Batch> {
+        Arc::new(Batch { out, state: Mutex::new(Gathering { pending, replies: Vec::with_capacity(pending) }) })
+    }
+
+    /// Adds one reply; the array goes out with the last one.
+    pub(super) fn push(&self, line: String) {
+        self.settle(Some(line));
+    }
+
+    /// One expected reply will never come (its request was cancelled).
+    pub(super) fn skip(&self) {
+        self.settle(None);
+    }
+
+    fn settle(&self, line: Option<String>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.replies.extend(line);
+        state.pending = state.pending.saturating_sub(1);
+        if state.pending == 0 && !state.replies.is_empty() {
+            let array = format!("[{}]", state.replies.join(","));
+            state.replies.clear();
+            let _ = self.out.send(array);
+        }
+    }
+}
