@@ -3,7 +3,7 @@
 //!
 //! Secure defaults live in `HostState::new`: no preopens, no environment, no arguments, stdin
 //! closed, stdout/stderr forwarded to the log (bounded), no sockets, no DNS. Everything else
-//! comes from the `policy::Grant`. Never `inherit_stdio`, `inherit_env` or `inherit_network`.
+//! comes from the `policy::Grant`; the host's own stdio, environment and network are never passed through.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
