@@ -19,7 +19,23 @@ Exit codes: 0 success, 1 problems found (check) or the tool reported an error (c
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log records are written to stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
 }
+
+/// The shape of log records on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// One human-readable line per record.
+    Text,
+    /// One JSON object per record (machine-readable: every field, plugin-supplied text escaped).
+    Json,
+}
+
+/// Log records that may wait for stderr. Past this, records are dropped (and counted) rather
+/// than making any thread wait: a client that does not drain stderr must never stall a call.
+const LOG_QUEUE_LINES: usize = 16_384;
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -73,7 +89,7 @@ struct CommonArgs {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    install_logging();
+    let logging = install_logging(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -81,20 +97,47 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("paddock: {err:#}");
             ExitCode::from(2)
         }
+    };
+    // Work left behind (a request past its drain, a write to a stdout nobody reads) must not
+    // hold the exit: give it a moment, then leave.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    let dropped = logging.dropped.dropped_lines();
+    if dropped > 0 {
+        tracing::warn!(dropped, "log records were dropped because stderr was not drained in time");
     }
+    code
 }
 
-fn install_logging() {
+/// The log writer's handle: flushes (for a bounded time) when dropped at exit.
+struct Logging {
+    _guard: tracing_appender::non_blocking::WorkerGuard,
+    dropped: tracing_appender::non_blocking::ErrorCounter,
+}
+
+/// Logs go to stderr through a dedicated thread and a bounded, lossy queue: a record never
+/// waits for stderr, so logging can never block a plugin call or the session.
+fn install_logging(format: LogFormat) -> Logging {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,paddock=info,plugin=info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).init();
+    let ansi = format == LogFormat::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("paddock-log")
+        .finish(std::io::stderr());
+    let dropped = writer.error_counter();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.with_target(false).init(),
+        LogFormat::Json => builder.json().with_target(true).flatten_event(true).init(),
+    }
+    Logging { _guard: guard, dropped }
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {

@@ -64,6 +64,7 @@ impl fmt::Display for ConfigError {
 pub struct Config {
     grants: BTreeMap<String, Grant>,
     problems: Vec<ConfigError>,
+    files: Vec<PathBuf>,
 }
 
 impl Config {
@@ -106,6 +107,12 @@ impl Config {
         if errors.is_empty() { Ok(self.grants.get(id).cloned().unwrap_or_default()) } else { Err(errors) }
     }
 
+    /// Every configuration file that was read (the main file and each `<id>.toml`): files that
+    /// no plugin grant may make writable.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
     /// Every problem, errors and warnings, in file order.
     pub fn problems(&self) -> &[ConfigError] {
         &self.problems
@@ -138,6 +145,8 @@ struct Loader {
     tables: BTreeMap<String, BTreeMap<String, Sourced>>,
     /// Per plugin: the key prefix used in messages, per file.
     problems: Vec<ConfigError>,
+    /// Every file read.
+    files: Vec<PathBuf>,
 }
 
 impl Loader {
@@ -222,6 +231,7 @@ impl Loader {
     }
 
     fn read_table(&mut self, file: &Path, plugin: Option<&str>) -> Option<toml::Table> {
+        self.files.push(file.to_path_buf());
         let text = match std::fs::read_to_string(file) {
             Ok(text) => text,
             Err(err) => {
@@ -270,7 +280,7 @@ impl Loader {
             }
             grants.insert(id, grant);
         }
-        Config { grants, problems: self.problems }
+        Config { grants, problems: self.problems, files: self.files }
     }
 }
 

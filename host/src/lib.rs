@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod escape;
 pub mod inspect_report;
 pub mod jsonrpc;
 pub mod plugin;

@@ -8,9 +8,10 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{
     CallToolResult, Completion, CompletionRequest, GetPromptResult, Icon, Prompt, Resource, ResourceContents,
@@ -117,19 +118,31 @@ pub enum CallEvent {
     Progress { progress: f64, total: Option<f64>, message: Option<String> },
 }
 
-/// Per-request context handed to a plugin call.
+/// Events one request may have queued for its session at once; further events are dropped
+/// (and counted) until the session catches up. The runtime's per-call event budgets keep a
+/// plugin far below this in normal use; this bounds what a stalled session can be made to hold.
+pub const EVENT_QUEUE: usize = 256;
+
+/// Per-request context handed to a plugin call: the request id for logs, the cancellation
+/// token the client controls, and the bounded queue of events (logs, progress) for the session.
 #[derive(Debug, Clone)]
 pub struct CallContext {
     /// The JSON-RPC id of the request, as text, for logs.
     pub request_id: String,
-    cancelled: Arc<AtomicBool>,
-    events: Option<mpsc::UnboundedSender<CallEvent>>,
+    cancel: CancellationToken,
+    events: Option<mpsc::Sender<CallEvent>>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl CallContext {
     /// A context whose events go to `events` (when given).
-    pub fn new(request_id: impl Into<String>, events: Option<mpsc::UnboundedSender<CallEvent>>) -> Self {
-        CallContext { request_id: request_id.into(), cancelled: Arc::new(AtomicBool::new(false)), events }
+    pub fn new(request_id: impl Into<String>, events: Option<mpsc::Sender<CallEvent>>) -> Self {
+        CallContext {
+            request_id: request_id.into(),
+            cancel: CancellationToken::new(),
+            events,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// A context nobody listens to (for `paddock call` and tests).
@@ -137,26 +150,36 @@ impl CallContext {
         CallContext::new(request_id, None)
     }
 
-    /// The same request (sharing its cancellation) with events going to `events`.
-    pub fn with_events(&self, events: mpsc::UnboundedSender<CallEvent>) -> CallContext {
-        CallContext { request_id: self.request_id.clone(), cancelled: Arc::clone(&self.cancelled), events: Some(events) }
-    }
-
-    /// Marks the request cancelled; the plugin sees it through `is-cancelled`.
+    /// Marks the request cancelled; the plugin sees it through `is-cancelled`, and the runtime
+    /// stops it after a grace period.
     pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
+        self.cancel.cancel();
     }
 
     /// Whether the client cancelled the request.
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.cancel.is_cancelled()
     }
 
-    /// Reports an event; dropped silently when nobody listens.
-    pub fn emit(&self, event: CallEvent) {
-        if let Some(events) = &self.events {
-            let _ = events.send(event);
+    /// Completes once the request is cancelled.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    /// Reports an event without ever waiting: when nobody listens, or the queue is full, the
+    /// event is dropped (and counted) and `false` is returned.
+    pub fn emit(&self, event: CallEvent) -> bool {
+        let Some(events) = &self.events else { return false };
+        if events.try_send(event).is_ok() {
+            return true;
         }
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+
+    /// Events dropped because the session's queue for this request was full.
+    pub fn events_dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 }
 
@@ -176,6 +199,9 @@ pub enum PluginError {
     /// The guest trapped (panic, abort, stack overflow, unreachable).
     #[error("plugin crashed: {0}")]
     Trap(String),
+    /// The client cancelled the request and the plugin was stopped (or returned) after its grace period.
+    #[error("the request was cancelled")]
+    Cancelled,
     /// The call ran past its deadline and was stopped.
     #[error("plugin timed out after {ms} ms")]
     Timeout { ms: u64 },

@@ -5,13 +5,17 @@
 //! the default grant can compute, log and call the host, and nothing else. The config module
 //! builds grants from operator files; the runtime installs them into WASI and wasmtime.
 
+mod files;
 mod network;
+mod refusal;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
 pub use network::{OutboundRules, Target};
+pub use refusal::RefusalKind;
 
 /// Everything one plugin is allowed to use.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -3,7 +3,11 @@
 //! Logging and progress go to the request's `CallContext` (and the host log); cancellation reads
 //! its flag. Sampling, elicitation and roots need the client session and answer `unsupported`
 //! for now: the three bodies are here, together, so they can be wired to the session in one place.
-//! Every string a guest passes is bounded before it is kept.
+//!
+//! Every host call is bounded: each string a guest passes is cut to a cap before it is kept, and
+//! each call has budgets of log records and bytes, progress notifications and change notices
+//! (`CallBudgets`). The excess is dropped, counted, and recorded once per call. Plugin text that
+//! reaches the operator's log is escaped.
 
 use super::bindings::paddock::plugin::host::{
     ClientError, ElicitationRequest, ElicitationResult, Host, ListKind, LogLevel as WitLogLevel, Root, SamplingRequest,
@@ -11,27 +15,83 @@ use super::bindings::paddock::plugin::host::{
 };
 use super::bindings::paddock::plugin::types;
 use super::sandbox::HostState;
+use crate::escape::Escaped;
 use crate::plugin::{CallEvent, LogLevel};
+use crate::policy::RefusalKind;
 
 /// Longest log message kept (longer ones are cut, with a marker).
 const MAX_LOG_BYTES: usize = 16 << 10;
 /// Longest logger name or progress message kept.
 const MAX_LABEL_BYTES: usize = 256;
+/// Log records one call may emit. Without a cap, a plugin logging in a loop floods the client
+/// (and the host's memory while the client reads slowly).
+const LOG_RECORDS_PER_CALL: u32 = 1000;
+/// Bytes of log messages one call may emit (after each message is cut to `MAX_LOG_BYTES`).
+const LOG_BYTES_PER_CALL: usize = 1 << 20;
+/// Progress notifications one call may emit.
+const PROGRESS_PER_CALL: u32 = 1000;
+/// List-change and resource-update notices one call may emit, together.
+const NOTICES_PER_CALL: u32 = 64;
+
+/// What one call may still emit through the host interface.
+#[derive(Debug)]
+pub(crate) struct CallBudgets {
+    log_records: u32,
+    log_bytes: usize,
+    progress: u32,
+    notices: u32,
+}
+
+impl Default for CallBudgets {
+    fn default() -> Self {
+        CallBudgets {
+            log_records: LOG_RECORDS_PER_CALL,
+            log_bytes: LOG_BYTES_PER_CALL,
+            progress: PROGRESS_PER_CALL,
+            notices: NOTICES_PER_CALL,
+        }
+    }
+}
+
+/// Takes one unit from `left`; false when it is spent.
+fn take(left: &mut u32) -> bool {
+    if *left == 0 {
+        return false;
+    }
+    *left -= 1;
+    true
+}
 
 impl types::Host for HostState {}
 
 impl Host for HostState {
     async fn log(&mut self, level: WitLogLevel, logger: Option<String>, data: String) {
+        let cost = data.len().min(MAX_LOG_BYTES);
+        if !take(&mut self.budgets.log_records) || self.budgets.log_bytes < cost {
+            self.budgets.log_records = 0;
+            return self.recorder.refuse(RefusalKind::Log, "log records");
+        }
+        self.budgets.log_bytes -= cost;
         let level = log_level(level);
         let logger = logger.map(|l| truncate(l, MAX_LABEL_BYTES));
         let data = truncate(data, MAX_LOG_BYTES);
-        tracing::debug!(target: "plugin", plugin = %self.plugin, level = level.as_str(), logger = logger.as_deref().unwrap_or(""), "{data}");
+        tracing::debug!(
+            target: "plugin",
+            plugin = %self.plugin,
+            level = level.as_str(),
+            logger = %Escaped(logger.as_deref().unwrap_or("")),
+            "{}",
+            Escaped(&data)
+        );
         self.cx.emit(CallEvent::Log { level, logger, data });
     }
 
     async fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
         if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
             return;
+        }
+        if !take(&mut self.budgets.progress) {
+            return self.recorder.refuse(RefusalKind::Progress, "progress notifications");
         }
         let message = message.map(|m| truncate(m, MAX_LABEL_BYTES));
         self.cx.emit(CallEvent::Progress { progress, total, message });
@@ -54,12 +114,18 @@ impl Host for HostState {
     }
 
     async fn notify_list_changed(&mut self, kind: ListKind) {
-        tracing::info!(target: "plugin", plugin = %self.plugin, ?kind, "plugin announced a list change");
+        if !take(&mut self.budgets.notices) {
+            return self.recorder.refuse(RefusalKind::Notices, "list-changed notices");
+        }
+        tracing::debug!(target: "plugin", plugin = %self.plugin, ?kind, "plugin announced a list change");
     }
 
     async fn notify_resource_updated(&mut self, uri: String) {
+        if !take(&mut self.budgets.notices) {
+            return self.recorder.refuse(RefusalKind::Notices, "resource-updated notices");
+        }
         let uri = truncate(uri, MAX_LABEL_BYTES * 8);
-        tracing::info!(target: "plugin", plugin = %self.plugin, %uri, "plugin announced a resource update");
+        tracing::debug!(target: "plugin", plugin = %self.plugin, uri = %Escaped(&uri), "plugin announced a resource update");
     }
 }
 
@@ -87,4 +153,25 @@ pub(crate) fn truncate(mut s: String, max: usize) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_run_out_and_stay_out() {
+        let mut left = 2;
+        assert!(take(&mut left));
+        assert!(take(&mut left));
+        assert!(!take(&mut left));
+        assert!(!take(&mut left));
+        assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncate("héllo".to_owned(), 2), "h…");
+        assert_eq!(truncate("short".to_owned(), 10), "short");
+    }
 }

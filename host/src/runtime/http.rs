@@ -16,7 +16,8 @@ use std::time::Duration;
 use http_body_util::BodyExt;
 use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::policy::{OutboundRules, Target};
+use super::refusals::Recorder;
+use crate::policy::{OutboundRules, RefusalKind, Target};
 
 /// Longest wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,9 +26,8 @@ const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The per-call hook state: which plugin, and what it may reach.
 pub(crate) struct HttpPolicy {
-    pub(crate) plugin: Arc<str>,
-    /// The JSON-RPC id of the request being served, for the denial record.
-    pub(crate) request_id: String,
+    /// Where refusals are recorded (plugin, request, operation).
+    pub(crate) recorder: Recorder,
     pub(crate) rules: Arc<OutboundRules>,
 }
 
@@ -61,13 +61,7 @@ impl WasiHttpHooks for HttpPolicy {
         let allowed = target.as_ref().is_some_and(|t| self.rules.check(t).is_allowed());
         if !allowed {
             let shown = target.map(|t| t.to_string()).unwrap_or_else(|| request.uri().to_string());
-            tracing::warn!(
-                plugin = %self.plugin,
-                request = %self.request_id,
-                capability = "network",
-                target = %shown,
-                "outgoing request denied"
-            );
+            self.recorder.refuse(RefusalKind::Network, &shown);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         let options = cap_timeouts(options);

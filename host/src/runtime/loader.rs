@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use wasmtime::component::Component;
 
 use super::cache::CacheOutcome;
+use super::sandbox::Sandbox;
 use super::{Runtime, WasmPlugin};
 use crate::config::{Config, valid_id};
 use crate::plugin::{Catalog, Plugin};
-use crate::policy::{FsMode, Grant};
+use crate::policy::{self, Grant, GrantRef, Protected};
 
 /// Largest plugin file accepted.
 const MAX_WASM_BYTES: u64 = 256 << 20;
@@ -89,7 +90,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
         }
     };
     files.sort();
-    let mut tasks = Vec::new();
+    let mut admitted = Vec::new();
     for path in files {
         let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         if !valid_id(&id) {
@@ -115,9 +116,30 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
             report.problems.push(LoadProblem { path, reason });
             continue;
         }
+        admitted.push((id, path, grant));
+    }
+    // File grants are checked against each other and against the host's own files, then every
+    // granted directory is opened (pinned) before any plugin code runs, so no plugin can race
+    // another plugin's grant between the check and the open.
+    let refused = file_grant_conflicts(runtime, dir, config, &admitted);
+    let mut tasks = Vec::new();
+    for (id, path, grant) in admitted {
+        let conflicts: Vec<&str> =
+            refused.iter().filter(|c| c.plugin == id).map(|c| c.message.as_str()).collect();
+        if !conflicts.is_empty() {
+            report.problems.push(LoadProblem { path, reason: format!("plugin `{id}` not loaded: {}", conflicts.join("; ")) });
+            continue;
+        }
+        let sandbox = match Sandbox::new(&id, grant.clone()) {
+            Ok(sandbox) => sandbox,
+            Err(err) => {
+                report.problems.push(LoadProblem { path, reason: format!("plugin `{id}` not loaded: {err}") });
+                continue;
+            }
+        };
         let runtime = runtime.clone();
         tasks.push(tokio::spawn(async move {
-            let outcome = load_one(&runtime, &id, &path, grant.clone()).await;
+            let outcome = load_one(&runtime, &path, sandbox).await;
             (id, path, grant, outcome)
         }));
     }
@@ -146,20 +168,39 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
     let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
     check_world(&component).map_err(problem)?;
-    let plugin = WasmPlugin::new(&id, &component, Grant::default(), runtime.global.clone()).await.map_err(problem)?;
+    let sandbox = Sandbox::new(&id, Grant::default()).map_err(|e| problem(e.to_string()))?;
+    let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await.map_err(problem)?;
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(super) async fn load_one(
-    runtime: &Runtime,
-    id: &str,
-    path: &Path,
-    grant: Grant,
-) -> Result<(WasmPlugin, CacheOutcome), String> {
-    let (component, cache) = compile(runtime, id, path).await?;
+pub(super) async fn load_one(runtime: &Runtime, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), String> {
+    let (component, cache) = compile(runtime, &sandbox.plugin, path).await?;
     check_world(&component)?;
-    let plugin = WasmPlugin::new(id, &component, grant, runtime.global.clone()).await?;
+    let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await?;
     Ok((plugin, cache))
+}
+
+/// Every file-grant conflict among the plugins about to load: overlapping grants where one is
+/// read-write, read-write grants over the plugins folder or a config file, any grant over the
+/// cache.
+fn file_grant_conflicts(runtime: &Runtime, dir: &Path, config: &Config, admitted: &[(String, PathBuf, Grant)]) -> Vec<policy::GrantConflict> {
+    let mut protected = Vec::new();
+    if let Ok(folder) = dir.canonicalize() {
+        protected.push(Protected::PluginsFolder(folder));
+    }
+    for file in config.files() {
+        if let Ok(file) = file.canonicalize() {
+            protected.push(Protected::ConfigFile(file));
+        }
+    }
+    if let Some(cache) = runtime.cache_dir().and_then(|d| d.canonicalize().ok()) {
+        protected.push(Protected::Cache(cache));
+    }
+    let grants: Vec<GrantRef<'_>> = admitted
+        .iter()
+        .flat_map(|(id, _, grant)| grant.files.iter().map(move |g| GrantRef { plugin: id, grant: g }))
+        .collect();
+    policy::check_file_grants(&grants, &protected)
 }
 
 /// Refuses grants the runtime cannot honour safely.
@@ -170,17 +211,6 @@ fn check_grant(runtime: &Runtime, grant: &Grant) -> Result<(), String> {
             grant.limits.memory >> 20,
             runtime.max_memory() >> 20
         ));
-    }
-    if let Some(cache) = runtime.cache_dir().and_then(|d| d.canonicalize().ok()) {
-        for dir in grant.files.iter().filter(|f| f.mode == FsMode::ReadWrite) {
-            if cache.starts_with(&dir.host) || dir.host.starts_with(&cache) {
-                return Err(format!(
-                    "its read-write grant {} covers the compiled-plugin cache {}: grant a narrower directory or move the cache (PADDOCK_CACHE_DIR)",
-                    dir.host.display(),
-                    cache.display()
-                ));
-            }
-        }
     }
     Ok(())
 }

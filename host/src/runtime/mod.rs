@@ -19,6 +19,7 @@ mod http;
 mod loader;
 mod output;
 mod plugin;
+mod refusals;
 mod sandbox;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,8 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_NAME, MAX_SCHEMA_BYTES};
 pub use loader::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
 pub use plugin::WasmPlugin;
+pub use refusals::RefusalCounters;
+pub use sandbox::SandboxError;
 
 /// How the runtime is built.
 #[derive(Debug, Clone)]
@@ -142,6 +145,7 @@ impl Runtime {
         path: &Path,
         grant: crate::policy::Grant,
     ) -> Result<(WasmPlugin, CacheOutcome), String> {
-        loader::load_one(self, id, path, grant).await
+        let sandbox = sandbox::Sandbox::new(id, grant).map_err(|e| e.to_string())?;
+        loader::load_one(self, path, sandbox).await
     }
 }

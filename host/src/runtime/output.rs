@@ -1,5 +1,7 @@
-//! Guest stdout and stderr: forwarded line by line to `tracing` (target `plugin`), bounded per
-//! call, truncated silently, never written to the host's stdout.
+//! Guest stdout and stderr: forwarded line by line to `tracing` (target `plugin`), escaped,
+//! bounded per call in bytes and in records, never written to the host's stdout. Past the
+//! budget the guest's writes still succeed (so it never sees a broken stream) but are dropped,
+//! counted, and recorded once per call.
 //!
 //! A `MemoryOutputPipe` is not used because a full pipe makes the guest's `println!` panic;
 //! this sink always accepts the bytes and simply drops what is past the budget.
@@ -12,6 +14,10 @@ use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+
+use super::refusals::Recorder;
+use crate::escape::Escaped;
+use crate::policy::RefusalKind;
 
 /// Longest line forwarded as one log record; longer lines are split.
 const MAX_LINE: usize = 4096;
@@ -32,16 +38,22 @@ impl Stream {
     }
 }
 
-/// The per-call byte budget shared by a guest's stdout and stderr.
+/// The per-call budget shared by a guest's stdout and stderr: bytes, and records (a guest that
+/// writes only newlines would otherwise turn a byte budget into as many log records).
 #[derive(Debug, Clone)]
 pub(crate) struct OutputBudget {
     remaining: Arc<AtomicU64>,
+    records: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
 }
 
 impl OutputBudget {
-    pub(crate) fn new(bytes: u64) -> Self {
-        OutputBudget { remaining: Arc::new(AtomicU64::new(bytes)), dropped: Arc::new(AtomicU64::new(0)) }
+    pub(crate) fn new(bytes: u64, records: u64) -> Self {
+        OutputBudget {
+            remaining: Arc::new(AtomicU64::new(bytes)),
+            records: Arc::new(AtomicU64::new(records)),
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// Takes up to `want` bytes from the budget; returns how many were granted.
@@ -54,6 +66,11 @@ impl OutputBudget {
         });
         self.dropped.fetch_add(want - granted, Ordering::Relaxed);
         granted as usize
+    }
+
+    /// Takes one record; false once the records are spent.
+    fn take_record(&self) -> bool {
+        self.records.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1)).is_ok()
     }
 
     /// Bytes dropped so far because the budget ran out.
@@ -69,13 +86,14 @@ pub(crate) struct LogSink {
     plugin: Arc<str>,
     stream: Stream,
     budget: OutputBudget,
+    recorder: Recorder,
     /// Lines seen, for tests that capture the log (`None` in production).
     capture: Option<Arc<Mutex<Vec<String>>>>,
 }
 
 impl LogSink {
-    pub(crate) fn new(plugin: Arc<str>, stream: Stream, budget: OutputBudget) -> Self {
-        LogSink { plugin, stream, budget, capture: None }
+    pub(crate) fn new(plugin: Arc<str>, stream: Stream, budget: OutputBudget, recorder: Recorder) -> Self {
+        LogSink { plugin, stream, budget, recorder, capture: None }
     }
 
     /// Also keeps every forwarded line in `capture`.
@@ -106,18 +124,24 @@ struct LineWriter {
 
 impl LineWriter {
     fn emit(&self, line: &[u8]) {
+        if !self.sink.budget.take_record() {
+            return self.sink.recorder.refuse(RefusalKind::GuestOutput, self.sink.stream.name());
+        }
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end_matches('\r');
-        tracing::info!(target: "plugin", plugin = %self.sink.plugin, stream = self.sink.stream.name(), "{text}");
+        tracing::info!(target: "plugin", plugin = %self.sink.plugin, stream = self.sink.stream.name(), "{}", Escaped(text));
         if let Some(capture) = &self.sink.capture
             && let Ok(mut lines) = capture.lock()
         {
-            lines.push(text.to_owned());
+            lines.push(Escaped(text).to_string());
         }
     }
 
     fn accept(&mut self, buf: &[u8]) {
         let granted = self.sink.budget.take(buf.len());
+        if granted < buf.len() {
+            self.sink.recorder.refuse(RefusalKind::GuestOutput, self.sink.stream.name());
+        }
         let mut rest = &buf[..granted];
         while let Some(pos) = rest.iter().position(|b| *b == b'\n') {
             self.pending.extend_from_slice(&rest[..pos]);
@@ -172,8 +196,8 @@ mod tests {
     #[tokio::test]
     async fn lines_go_to_the_log_and_output_past_the_budget_is_dropped() {
         let capture = Arc::new(Mutex::new(Vec::new()));
-        let budget = OutputBudget::new(20);
-        let sink = LogSink::new(Arc::from("p"), Stream::Stdout, budget.clone()).capturing(capture.clone());
+        let budget = OutputBudget::new(20, 100);
+        let sink = LogSink::new(Arc::from("p"), Stream::Stdout, budget.clone(), recorder()).capturing(capture.clone());
         let mut writer = Pin::from(sink.async_stream());
         writer.write_all(b"first line\nsecond").await.expect("write");
         writer.write_all(b" line is long\nthird\n").await.expect("writes never fail");
@@ -181,5 +205,23 @@ mod tests {
         let lines = capture.lock().expect("lock").clone();
         assert_eq!(lines, vec!["first line".to_owned(), "second li".to_owned()]);
         assert_eq!(budget.dropped(), 37 - 20);
+    }
+
+    fn recorder() -> Recorder {
+        Recorder::new(Arc::from("p"), "1".into(), None, Arc::default())
+    }
+
+    #[tokio::test]
+    async fn newlines_count_as_records_and_lines_are_escaped() {
+        let capture = Arc::new(Mutex::new(Vec::new()));
+        let counters = Arc::new(super::super::refusals::RefusalCounters::default());
+        let recorder = Recorder::new(Arc::from("p"), "1".into(), None, counters.clone());
+        let sink = LogSink::new(Arc::from("p"), Stream::Stderr, OutputBudget::new(1 << 20, 3), recorder).capturing(capture.clone());
+        let mut writer = Pin::from(sink.async_stream());
+        writer.write_all(b"a\x1b[31m\n\n\n\n\n\n\n\n").await.expect("writes never fail");
+        drop(writer);
+        let lines = capture.lock().expect("lock").clone();
+        assert_eq!(lines, vec!["a\\u{1b}[31m".to_owned(), String::new(), String::new()], "three records, then nothing");
+        assert_eq!(counters.count(RefusalKind::GuestOutput), 5);
     }
 }

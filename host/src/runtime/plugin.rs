@@ -12,6 +12,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
+use super::refusals::RefusalCounters;
 use super::sandbox::{HostState, Sandbox};
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::Grant;
@@ -21,7 +22,9 @@ use crate::protocol::{
 
 /// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB).
 const HOSTCALL_FUEL: usize = 16 << 20;
-/// How long a plugin that was told about a cancellation may take to return by itself.
+/// How long a plugin that was told about a cancellation may take to return by itself. Guest
+/// code is interrupted by the epoch callback once it has passed; a call waiting in a host call
+/// (a slow network read) is dropped by `with_deadline` a tick later.
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// The deadline of the load-time calls that read the catalog.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,11 +66,11 @@ struct Call {
 impl WasmPlugin {
     /// Links a compiled component against the host and reads its catalog in one instance.
     pub(crate) async fn new(
-        id: &str,
         component: &Component,
-        grant: Grant,
+        sandbox: Sandbox,
         global: Arc<Semaphore>,
     ) -> Result<WasmPlugin, String> {
+        let id = sandbox.plugin.clone();
         let engine = component.engine();
         let mut linker = Linker::<HostState>::new(engine);
         let link = |r: wasmtime::Result<()>| r.map_err(|e| format!("cannot link the host interfaces: {e}"));
@@ -83,12 +86,12 @@ impl WasmPlugin {
         let pre = PluginPre::new(pre).map_err(|e| {
             format!("it does not export the paddock:plugin@0.1.0 interfaces: {}", first_line(&e.to_string()))
         })?;
-        let concurrency = grant.limits.concurrency.max(1) as usize;
+        let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
         let mut plugin = WasmPlugin {
-            id: id.to_owned(),
+            id: id.to_string(),
             catalog: Catalog::default(),
             pre,
-            sandbox: Sandbox::new(id, grant),
+            sandbox,
             gate: Arc::new(Semaphore::new(concurrency)),
             global,
         };
@@ -101,10 +104,15 @@ impl WasmPlugin {
         &self.sandbox.grant
     }
 
+    /// What this plugin has been refused so far, by kind.
+    pub fn refusals(&self) -> &RefusalCounters {
+        &self.sandbox.refusals
+    }
+
     async fn read_catalog(&self) -> Result<Catalog, String> {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
-            let mut call = self.start(&cx, LOAD_TIMEOUT).await?;
+            let mut call = self.start(&cx, LOAD_TIMEOUT, None).await?;
             let (s, i) = (&mut call.store, &call.instance);
             let info = i.paddock_plugin_metadata().call_info(&mut *s).await;
             let info = call_finish(s, info, LOAD_TIMEOUT)?;
@@ -119,13 +127,13 @@ impl WasmPlugin {
             Ok::<_, PluginError>(Declared { info, tools, resources, templates, prompts })
         };
         let declared =
-            with_deadline(LOAD_TIMEOUT, read).await.map_err(|e| format!("reading its catalog failed: {e}"))?;
+            with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(|e| format!("reading its catalog failed: {e}"))?;
         catalog::build(declared)
     }
 
     /// Admits a call through the plugin's and the global gate, then builds a fresh store and
     /// instance with the deadline armed.
-    async fn start(&self, cx: &CallContext, timeout: Duration) -> Result<Call, PluginError> {
+    async fn start(&self, cx: &CallContext, timeout: Duration, operation: Option<&str>) -> Result<Call, PluginError> {
         let waited = async {
             let own = self.gate.clone().acquire_owned().await;
             let all = self.global.clone().acquire_owned().await;
@@ -136,7 +144,7 @@ impl WasmPlugin {
         };
         let permits =
             tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: "concurrency" })??;
-        let state = HostState::new(&self.sandbox, cx.clone())
+        let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from))
             .map_err(|e| PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")))?;
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);
@@ -175,6 +183,16 @@ impl WasmPlugin {
     }
 }
 
+impl Call {
+    /// Records a result refused for the output limit against the plugin.
+    fn charged<T>(&self, result: Result<T, PluginError>) -> Result<T, PluginError> {
+        if let Err(PluginError::Limit { limit: "output" }) = &result {
+            self.store.data().recorder.refuse(crate::policy::RefusalKind::Output, "result size");
+        }
+        result
+    }
+}
+
 /// Maps the outcome of one guest call: traps, deadlines and limits become `PluginError`s.
 fn call_finish<R>(
     store: &mut Store<HostState>,
@@ -190,32 +208,42 @@ fn call_finish<R>(
     let trap = err.downcast_ref::<Trap>().copied();
     match data.stop {
         Some(Stop::Deadline) => return Err(PluginError::Timeout { ms: timeout.as_millis() as u64 }),
-        Some(Stop::Cancelled) => return Err(PluginError::Failed("the request was cancelled".to_owned())),
+        Some(Stop::Cancelled) => return Err(PluginError::Cancelled),
         None => {}
     }
     if trap == Some(Trap::Interrupt) {
         return Err(PluginError::Timeout { ms: timeout.as_millis() as u64 });
     }
     if data.limiter.hit.load(Ordering::Acquire) {
+        data.recorder.refuse(crate::policy::RefusalKind::Memory, "linear memory");
         return Err(PluginError::Limit { limit: "memory" });
     }
     let message = match trap {
         Some(trap) => trap.to_string(),
         None => first_line(&err.to_string()).to_owned(),
     };
-    tracing::warn!(plugin = %data.plugin, error = %message, "plugin trapped");
+    tracing::warn!(plugin = %data.plugin, error = %crate::escape::Escaped(&message), "plugin trapped");
     Err(PluginError::Trap(message))
 }
 
-/// Runs `fut` under the call's deadline (plus a margin for the epoch to fire first). Guest code is
+/// Runs `fut` under the call's deadline (plus a margin for the epoch to fire first), and stops
+/// it once the request has been cancelled for longer than the grace period. Guest code is
 /// stopped by the epoch; this bounds time spent waiting inside host calls (network, files).
 async fn with_deadline<T>(
     timeout: Duration,
+    cx: &CallContext,
     fut: impl Future<Output = Result<T, PluginError>>,
 ) -> Result<T, PluginError> {
-    match tokio::time::timeout(timeout + Duration::from_millis(200), fut).await {
-        Ok(result) => result,
-        Err(_) => Err(PluginError::Timeout { ms: timeout.as_millis() as u64 }),
+    let cancelled = async {
+        cx.cancelled().await;
+        tokio::time::sleep(CANCEL_GRACE + super::engine::EPOCH_TICK * 2).await;
+    };
+    tokio::select! {
+        result = tokio::time::timeout(timeout + Duration::from_millis(200), fut) => match result {
+            Ok(result) => result,
+            Err(_) => Err(PluginError::Timeout { ms: timeout.as_millis() as u64 }),
+        },
+        () = cancelled => Err(PluginError::Cancelled),
     }
 }
 
@@ -238,15 +266,15 @@ impl Plugin for WasmPlugin {
         arguments: &'a str,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<CallToolResult, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), async move {
-            let mut call = self.start(cx, self.timeout()).await?;
+        Box::pin(with_deadline(self.timeout(), cx, async move {
+            let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
             let out = call
                 .instance
                 .paddock_plugin_tools()
                 .call_call_tool(&mut call.store, &tool.to_owned(), &arguments.to_owned())
                 .await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            convert::call_result(out, &mut self.budget())
+            call.charged(convert::call_result(out, &mut self.budget()))
         }))
     }
 
@@ -255,12 +283,12 @@ impl Plugin for WasmPlugin {
         uri: &'a str,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), async move {
-            let mut call = self.start(cx, self.timeout()).await?;
+        Box::pin(with_deadline(self.timeout(), cx, async move {
+            let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
             let out = call.instance.paddock_plugin_resources().call_read_resource(&mut call.store, uri).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             let mut budget = self.budget();
-            out.into_iter().map(|c| convert::resource_contents(c, &mut budget)).collect()
+            call.charged(out.into_iter().map(|c| convert::resource_contents(c, &mut budget)).collect())
         }))
     }
 
@@ -270,11 +298,11 @@ impl Plugin for WasmPlugin {
         arguments: &'a [(String, String)],
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), async move {
-            let mut call = self.start(cx, self.timeout()).await?;
+        Box::pin(with_deadline(self.timeout(), cx, async move {
+            let mut call = self.start(cx, self.timeout(), Some(prompt)).await?;
             let out = call.instance.paddock_plugin_prompts().call_get_prompt(&mut call.store, prompt, arguments).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            convert::prompt_result(out, &mut self.budget())
+            call.charged(convert::prompt_result(out, &mut self.budget()))
         }))
     }
 
@@ -284,7 +312,7 @@ impl Plugin for WasmPlugin {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Completion, PluginError>> {
         use bindings::exports::paddock::plugin::completion as wc;
-        Box::pin(with_deadline(self.timeout(), async move {
+        Box::pin(with_deadline(self.timeout(), cx, async move {
             let target = match &request.target {
                 CompletionTarget::Prompt(p) => wc::CompletionTarget::Prompt(p.clone()),
                 CompletionTarget::ResourceTemplate(t) => wc::CompletionTarget::ResourceTemplate(t.clone()),
@@ -295,10 +323,10 @@ impl Plugin for WasmPlugin {
                 argument_value: request.argument_value.clone(),
                 context: request.context.clone(),
             };
-            let mut call = self.start(cx, self.timeout()).await?;
+            let mut call = self.start(cx, self.timeout(), Some("completion")).await?;
             let out = call.instance.paddock_plugin_completion().call_complete(&mut call.store, &wit_request).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            convert::completion(out, &mut self.budget())
+            call.charged(convert::completion(out, &mut self.budget()))
         }))
     }
 }

@@ -4,7 +4,15 @@
 //! Secure defaults live in `HostState::new`: no preopens, no environment, no arguments, stdin
 //! closed, stdout/stderr forwarded to the log (bounded), no sockets, no DNS. Everything else
 //! comes from the `policy::Grant`; the host's own stdio, environment and network are never passed through.
+//!
+//! Granted directories are pinned: `Sandbox::new` opens each one once, at load, and every call's
+//! preopen is derived from that open handle (through `/proc/self/fd`), never looked up by path
+//! again. Renaming a granted directory, or replacing it (or any directory above it) with a
+//! symlink after load, changes nothing a plugin can reach.
 
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,13 +21,18 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use super::host::CallBudgets;
 use super::http::HttpPolicy;
 use super::output::{LogSink, OutputBudget, Stream};
+use super::refusals::{Recorder, RefusalCounters};
 use crate::plugin::CallContext;
 use crate::policy::{FsMode, Grant, OutboundRules};
 
-/// Bytes of guest stdout+stderr forwarded to the log per call; the rest is dropped silently.
+/// Bytes of guest stdout+stderr forwarded to the log per call; the rest is dropped and recorded.
 pub(crate) const GUEST_OUTPUT_BUDGET: u64 = 64 << 10;
+/// Records (lines) of guest stdout+stderr forwarded to the log per call: a guest writing bare
+/// newlines must not turn the byte budget into tens of thousands of log records.
+pub(crate) const GUEST_OUTPUT_RECORDS: u64 = 256;
 /// Elements across one instance's tables (function pointers); bounds table-growth attacks.
 const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// Core and component instances one store may hold (a component has several core instances).
@@ -30,19 +43,79 @@ const MAX_TABLES: usize = 64;
 /// Entries in the WASI resource table (open files, streams, pollables).
 const MAX_RESOURCES: usize = 10_000;
 
+/// Why a plugin's sandbox could not be prepared at load.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A granted directory could not be opened.
+    #[error("cannot open the granted directory `{}`: {source} (fix: create it, or correct `files` in the grant)", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The opened directory cannot be handed to calls by handle.
+    #[error("cannot pin the granted directory `{}`: {why} (fix: serve from Linux with /proc mounted)", path.display())]
+    Pin { path: PathBuf, why: String },
+}
+
+/// A granted directory opened once, at load. `handle` keeps the directory itself (not its
+/// path) for the life of the plugin; `by_handle` names that open handle for the WASI builder.
+#[derive(Debug)]
+struct PinnedDir {
+    /// Never read: holding it keeps the pinned directory open for `by_handle`.
+    _handle: std::fs::File,
+    by_handle: PathBuf,
+    guest: String,
+    perms: FsPerms,
+}
+
 /// A grant prepared once per plugin for building every call's store quickly.
 #[derive(Debug, Clone)]
 pub(crate) struct Sandbox {
     pub(crate) plugin: Arc<str>,
     pub(crate) grant: Arc<Grant>,
     pub(crate) rules: Arc<OutboundRules>,
+    pub(crate) refusals: Arc<RefusalCounters>,
+    dirs: Arc<[PinnedDir]>,
 }
 
 impl Sandbox {
-    pub(crate) fn new(plugin: &str, grant: Grant) -> Sandbox {
+    /// Opens every granted directory and keeps the handles.
+    ///
+    /// # Errors
+    /// A directory that cannot be opened (or is a symlink), or a system where an open handle
+    /// cannot be re-opened through `/proc/self/fd`.
+    pub(crate) fn new(plugin: &str, grant: Grant) -> Result<Sandbox, SandboxError> {
+        let dirs = grant.files.iter().map(|dir| pin(&dir.host, &dir.guest, dir.mode)).collect::<Result<Vec<_>, _>>()?;
         let rules = Arc::new(grant.network.clone());
-        Sandbox { plugin: Arc::from(plugin), grant: Arc::new(grant), rules }
+        Ok(Sandbox {
+            plugin: Arc::from(plugin),
+            grant: Arc::new(grant),
+            rules,
+            refusals: Arc::new(RefusalCounters::default()),
+            dirs: dirs.into(),
+        })
     }
+}
+
+fn pin(host: &std::path::Path, guest: &str, mode: FsMode) -> Result<PinnedDir, SandboxError> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(host, flags, Mode::empty())
+        .map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e.into() })?;
+    let handle = std::fs::File::from(fd);
+    let by_handle = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+    let pinned = handle.metadata().map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e })?;
+    match std::fs::metadata(&by_handle) {
+        Ok(seen) if seen.dev() == pinned.dev() && seen.ino() == pinned.ino() => {}
+        Ok(_) => return Err(SandboxError::Pin { path: host.to_path_buf(), why: "/proc/self/fd names another file".to_owned() }),
+        Err(e) => return Err(SandboxError::Pin { path: host.to_path_buf(), why: e.to_string() }),
+    }
+    let perms = match mode {
+        FsMode::ReadOnly => FsPerms::ReadOnly,
+        FsMode::ReadWrite => FsPerms::ReadWrite,
+    };
+    Ok(PinnedDir { _handle: handle, by_handle, guest: guest.to_owned(), perms })
 }
 
 /// The data of one call's `Store`.
@@ -54,32 +127,34 @@ pub(crate) struct HostState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) cx: CallContext,
     pub(crate) plugin: Arc<str>,
+    pub(crate) budgets: CallBudgets,
+    pub(crate) recorder: Recorder,
     /// Set by the epoch callback when it stops the guest.
     pub(crate) stop: Option<super::plugin::Stop>,
 }
 
 impl HostState {
-    /// Builds the call's WASI context from the grant.
+    /// Builds the call's WASI context from the grant; `operation` names what is being served
+    /// (a tool, a prompt, a resource) for refusal records.
     ///
     /// # Errors
-    /// A granted directory that can no longer be opened.
-    pub(crate) fn new(sandbox: &Sandbox, cx: CallContext) -> std::io::Result<HostState> {
+    /// A pinned directory that can no longer be re-opened (for example, too many open files).
+    pub(crate) fn new(sandbox: &Sandbox, cx: CallContext, operation: Option<Arc<str>>) -> std::io::Result<HostState> {
         let grant = &sandbox.grant;
-        let budget = OutputBudget::new(GUEST_OUTPUT_BUDGET);
+        let recorder = Recorder::new(sandbox.plugin.clone(), cx.request_id.clone(), operation, sandbox.refusals.clone());
+        let budget = OutputBudget::new(GUEST_OUTPUT_BUDGET, GUEST_OUTPUT_RECORDS);
         let mut b = WasiCtxBuilder::new();
         // Stdin stays closed (the builder's default). Output goes to the log, never to fd 1.
-        b.stdout(LogSink::new(sandbox.plugin.clone(), Stream::Stdout, budget.clone()));
-        b.stderr(LogSink::new(sandbox.plugin.clone(), Stream::Stderr, budget));
+        b.stdout(LogSink::new(sandbox.plugin.clone(), Stream::Stdout, budget.clone(), recorder.clone()));
+        b.stderr(LogSink::new(sandbox.plugin.clone(), Stream::Stderr, budget, recorder.clone()));
         for (name, value) in &grant.env {
             b.env(name, value);
         }
-        for dir in &grant.files {
-            let perms = match dir.mode {
-                FsMode::ReadOnly => FsPerms::ReadOnly,
-                FsMode::ReadWrite => FsPerms::ReadWrite,
-            };
-            b.preopened_dir(&dir.host, &dir.guest, perms)
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.host.display())))?;
+        for dir in sandbox.dirs.iter() {
+            // Re-opens the handle pinned at load (a magic link to the open directory), so the
+            // preopen is the directory the operator named, wherever its path now leads.
+            b.preopened_dir(&dir.by_handle, &dir.guest, dir.perms)
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.guest)))?;
         }
         // Raw sockets are never granted here: outgoing HTTP goes through wasi:http and its hook.
         b.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
@@ -89,14 +164,12 @@ impl HostState {
             wasi: b.build(),
             http: WasiHttpCtx::new(),
             table,
-            hooks: HttpPolicy {
-                plugin: sandbox.plugin.clone(),
-                request_id: cx.request_id.clone(),
-                rules: sandbox.rules.clone(),
-            },
+            hooks: HttpPolicy { recorder: recorder.clone(), rules: sandbox.rules.clone() },
             limiter: MemoryLimiter::new(grant.limits.memory),
             cx,
             plugin: sandbox.plugin.clone(),
+            budgets: CallBudgets::default(),
+            recorder,
             stop: None,
         })
     }

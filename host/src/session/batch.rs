@@ -3,8 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
-
 /// Where the reply of one request goes.
 #[derive(Clone)]
 pub(super) enum Dest {
@@ -14,9 +12,9 @@ pub(super) enum Dest {
     Batch(Arc<Batch>),
 }
 
-/// The replies of one batch being gathered.
+/// The replies of one batch being gathered. Whoever settles the last member gets the array to
+/// send.
 pub(super) struct Batch {
-    out: mpsc::UnboundedSender<String>,
     state: Mutex<Gathering>,
 }
 
@@ -27,28 +25,32 @@ struct Gathering {
 
 impl Batch {
     /// A batch that expects `pending` replies (its requests and its invalid members).
-    pub(super) fn new(out: mpsc::UnboundedSender<String>, pending: usize) -> Arc<Batch> {
-        Arc::new(Batch { out, state: Mutex::new(Gathering { pending, replies: Vec::with_capacity(pending) }) })
+    pub(super) fn new(pending: usize) -> Arc<Batch> {
+        Arc::new(Batch { state: Mutex::new(Gathering { pending, replies: Vec::with_capacity(pending) }) })
     }
 
-    /// Adds one reply; the array goes out with the last one.
-    pub(super) fn push(&self, line: String) {
-        self.settle(Some(line));
+    /// Adds one reply; returns the whole array when it was the last one.
+    #[must_use]
+    pub(super) fn push(&self, line: String) -> Option<String> {
+        self.settle(Some(line))
     }
 
-    /// One expected reply will never come (its request was cancelled).
-    pub(super) fn skip(&self) {
-        self.settle(None);
+    /// One expected reply will never come (its request was cancelled); returns the whole array
+    /// when that completes the batch.
+    #[must_use]
+    pub(super) fn skip(&self) -> Option<String> {
+        self.settle(None)
     }
 
-    fn settle(&self, line: Option<String>) {
+    fn settle(&self, line: Option<String>) -> Option<String> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.replies.extend(line);
         state.pending = state.pending.saturating_sub(1);
         if state.pending == 0 && !state.replies.is_empty() {
             let array = format!("[{}]", state.replies.join(","));
             state.replies.clear();
-            let _ = self.out.send(array);
+            return Some(array);
         }
+        None
     }
 }

@@ -7,31 +7,50 @@
 //! reply, except one the client cancelled; notifications get none. Requests that reach a
 //! plugin run concurrently, so a slow tool never holds up `ping` or other calls.
 //!
-//! The session writes finished lines (responses and notifications) to an outgoing channel; the
-//! transport owns the actual writer. It knows no wasm and no sockets.
+//! The session never waits on a slow party. Reading a frame never waits for plugin capacity
+//! (beyond `MAX_IN_FLIGHT` a request is refused at once), so `ping` and cancellations are
+//! handled as they arrive. A cancelled request's plugin sees `is-cancelled`, gets its grace
+//! period, and is then stopped; no reply is sent. A panic while serving a request becomes an
+//! error reply.
+//!
+//! Finished lines go to a bounded `Outbound` queue (responses wait for room, notifications are
+//! shed and counted); the transport owns the actual writer. The session knows no wasm and no
+//! sockets.
 
 mod batch;
 mod lifecycle;
 mod methods;
+mod outbound;
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 pub use lifecycle::{LEGACY_VERSIONS, MODERN_VERSIONS};
+pub use outbound::{Frame, Outbound, OutboundLimits, OutboundReceiver, TransportClosed, outbound};
 
 use batch::{Batch, Dest};
 
 use crate::jsonrpc::{self, ErrorObject, Id, Message};
-use crate::plugin::{CallContext, LogLevel};
+use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
 use crate::router::Router;
 
-/// Requests of one channel that may run at once; beyond this the channel stops reading
-/// (back-pressure) until one finishes.
-pub const MAX_IN_FLIGHT: usize = 64;
+/// Requests of one channel admitted at once (running, or waiting for their plugin's
+/// concurrency gate). One more is answered with `SERVER_BUSY` at once: reading never waits for
+/// plugin capacity, so `ping`, cancellations and other plugins' calls are never stuck behind it.
+pub const MAX_IN_FLIGHT: usize = 256;
+/// JSON-RPC error code (implementation-defined server error) for a request refused because
+/// `MAX_IN_FLIGHT` requests of the channel are already in flight.
+pub const SERVER_BUSY: i64 = -32000;
+/// How long a cancelled request may take to wind down before the session drops its work. The
+/// runtime stops a plugin sooner (its own grace period); this holds for any `Plugin`.
+const CANCEL_BACKSTOP: Duration = Duration::from_secs(1);
 
 /// The protocol era and settings a request is served under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,19 +67,23 @@ struct LegacyState {
     log_level: LogLevel,
 }
 
+/// A request admitted to run. The entry leaves the map when the request is answered or
+/// cancelled; `generation` tells a finishing request whether the entry is still its own, since
+/// a client may reuse the id of a request it cancelled.
 struct InFlight {
+    generation: u64,
     cx: CallContext,
-    task: Option<tokio::task::AbortHandle>,
     dest: Dest,
 }
 
 /// One channel's session.
 pub struct Session {
     router: Arc<Router>,
-    out: mpsc::UnboundedSender<String>,
+    out: Outbound,
     legacy: Mutex<LegacyState>,
     in_flight: Mutex<HashMap<Id, InFlight>>,
-    permits: Arc<Semaphore>,
+    admitted: Arc<Semaphore>,
+    generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Session {
@@ -70,23 +93,25 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session whose outgoing lines go to `out`.
-    pub fn new(router: Arc<Router>, out: mpsc::UnboundedSender<String>) -> Arc<Session> {
+    /// A session whose outgoing messages go to `out`.
+    pub fn new(router: Arc<Router>, out: Outbound) -> Arc<Session> {
         Arc::new(Session {
             router,
             out,
             legacy: Mutex::new(LegacyState { version: None, log_level: LogLevel::Info }),
             in_flight: Mutex::new(HashMap::new()),
-            permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            admitted: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            generation: AtomicU64::new(0),
         })
     }
 
     /// Handles one incoming frame. Returns once the message is answered or its work is
-    /// started; waits first when `MAX_IN_FLIGHT` requests are already running.
+    /// started; it never waits for a plugin, only (for replies it sends itself) for room in
+    /// the outgoing queue.
     pub async fn handle_frame(self: &Arc<Self>, frame: &str) {
         let value = match jsonrpc::parse_json(frame) {
             Ok(value) => value,
-            Err(rejection) => return self.send(rejection.to_line()),
+            Err(rejection) => return self.respond(rejection.to_line()).await,
         };
         if let serde_json::Value::Array(members) = &value
             && !members.is_empty()
@@ -97,7 +122,7 @@ impl Session {
         }
         match jsonrpc::from_value(value) {
             Ok(message) => self.handle_message(message, Dest::Direct).await,
-            Err(rejection) => self.send(rejection.to_line()),
+            Err(rejection) => self.respond(rejection.to_line()).await,
         }
     }
 
@@ -109,30 +134,40 @@ impl Session {
     async fn handle_batch(self: &Arc<Self>, members: Vec<Value>) {
         let messages: Vec<Result<Message, jsonrpc::Rejection>> = members.into_iter().map(jsonrpc::from_value).collect();
         let pending = messages.iter().filter(|m| matches!(m, Ok(Message::Request { .. }) | Err(_))).count();
-        let batch = Batch::new(self.out.clone(), pending);
+        let batch = Batch::new(pending);
         for message in messages {
             match message {
                 Ok(message) => self.handle_message(message, Dest::Batch(Arc::clone(&batch))).await,
-                Err(rejection) => batch.push(rejection.to_line()),
+                Err(rejection) => self.deliver(&Dest::Batch(Arc::clone(&batch)), rejection.to_line()).await,
             }
         }
     }
 
     /// Answers a frame the transport could not even hand over (too large, not UTF-8).
-    pub fn handle_rejection(&self, line: String) {
-        self.send(line);
+    pub async fn handle_rejection(&self, line: String) {
+        self.respond(line).await;
     }
 
-    /// Waits until no request is running, or `timeout` passes.
+    /// Waits until no request is in flight, or `timeout` passes.
     pub async fn drain(&self, timeout: Duration) {
         let all = u32::try_from(MAX_IN_FLIGHT).unwrap_or(u32::MAX);
-        let _ = tokio::time::timeout(timeout, self.permits.acquire_many(all)).await;
+        let _ = tokio::time::timeout(timeout, self.admitted.acquire_many(all)).await;
+    }
+
+    /// Requests in flight now (running or waiting for their plugin).
+    pub fn requests_in_flight(&self) -> usize {
+        MAX_IN_FLIGHT - self.admitted.available_permits()
+    }
+
+    /// Notifications dropped so far because the client read too slowly.
+    pub fn notifications_shed(&self) -> u64 {
+        self.out.shed_count()
     }
 
     async fn handle_message(self: &Arc<Self>, message: Message, dest: Dest) {
         match message {
             Message::Request { id, method, params } => self.handle_request(id, method, params, dest).await,
-            Message::Notification { method, params } => self.handle_notification(&method, params.as_ref()),
+            Message::Notification { method, params } => self.handle_notification(&method, params.as_ref()).await,
             Message::Response { id, .. } => {
                 // Paddock sends no requests to clients yet, so no response is awaited.
                 tracing::debug!(id = ?id.map(|i| i.to_string()), "ignoring a response to no pending request");
@@ -140,19 +175,21 @@ impl Session {
         }
     }
 
-    fn handle_notification(&self, method: &str, params: Option<&Map<String, Value>>) {
+    async fn handle_notification(&self, method: &str, params: Option<&Map<String, Value>>) {
         match method {
             "notifications/initialized" => {}
             "notifications/cancelled" => {
                 let Some(id) = params.and_then(|p| p.get("requestId")).and_then(Id::from_value) else { return };
-                if let Some(entry) = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) {
+                let entry = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                if let Some(entry) = entry {
                     tracing::debug!(request = %id, "request cancelled by the client");
+                    // The request's task sees the token: the plugin is told, given its grace
+                    // period, then stopped; no reply is sent. The id is free for reuse at once.
                     entry.cx.cancel();
-                    if let Some(task) = entry.task {
-                        task.abort();
-                    }
-                    if let Dest::Batch(batch) = entry.dest {
-                        batch.skip();
+                    if let Dest::Batch(batch) = entry.dest
+                        && let Some(array) = batch.skip()
+                    {
+                        self.respond(array).await;
                     }
                 }
             }
@@ -163,36 +200,39 @@ impl Session {
     async fn handle_request(self: &Arc<Self>, id: Id, method: String, params: Option<Map<String, Value>>, dest: Dest) {
         let era = match self.era_for(&method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)),
+            Err(error) => return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await,
         };
-        if methods::runs_in_plugin(&method) {
-            let permit = match self.permits.clone().acquire_owned().await {
-                Ok(permit) => permit,
-                Err(_) => return,
-            };
-            let cx = CallContext::detached(id.to_string());
-            {
-                let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-                if in_flight.contains_key(&id) {
-                    drop(in_flight);
-                    let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
-                    return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error));
-                }
-                in_flight.insert(id.clone(), InFlight { cx: cx.clone(), task: None, dest });
-            }
-            let session = Arc::clone(self);
-            let task_id = id.clone();
-            let task = tokio::spawn(async move {
-                let _permit = permit;
-                session.run_plugin_request(task_id, method, params, era).await;
-            });
-            if let Some(entry) = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&id) {
-                entry.task = Some(task.abort_handle());
-            }
-        } else {
+        if !methods::runs_in_plugin(&method) {
             let outcome = self.serve_local(&method, params.as_ref(), era);
-            self.reply(&dest, &id, &method, era, outcome);
+            return self.reply(&dest, &id, &method, era, outcome).await;
         }
+        let Ok(permit) = Arc::clone(&self.admitted).try_acquire_owned() else {
+            let error = ErrorObject::new(
+                SERVER_BUSY,
+                format!("server busy: {MAX_IN_FLIGHT} requests of this connection are already in flight; retry once some have finished"),
+            );
+            return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await;
+        };
+        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        let cx = CallContext::new(id.to_string(), Some(events_tx));
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let duplicate = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let duplicate = in_flight.contains_key(&id);
+            if !duplicate {
+                in_flight.insert(id.clone(), InFlight { generation, cx: cx.clone(), dest: dest.clone() });
+            }
+            duplicate
+        };
+        if duplicate {
+            let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
+            return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await;
+        }
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            let _permit = permit;
+            session.run_plugin_request(id, generation, method, params, era, cx, events_rx).await;
+        });
     }
 
     /// Picks the era of a request and applies lifecycle rules that need no plugin.
@@ -249,33 +289,76 @@ impl Session {
         }
     }
 
-    async fn run_plugin_request(self: Arc<Self>, id: Id, method: String, params: Option<Map<String, Value>>, era: Era) {
-        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-        let cx = match self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
-            Some(entry) => entry.cx.with_events(events_tx),
-            None => return, // Cancelled before it started.
-        };
+    #[allow(clippy::too_many_arguments)]
+    async fn run_plugin_request(
+        self: Arc<Self>,
+        id: Id,
+        generation: u64,
+        method: String,
+        params: Option<Map<String, Value>>,
+        era: Era,
+        cx: CallContext,
+        mut events: mpsc::Receiver<crate::plugin::CallEvent>,
+    ) {
         let notifier = methods::Notifier::new(params.as_ref(), era, self.legacy_log_level());
-        let work = methods::serve_plugin(&self.router, &method, params.as_ref(), era, &cx);
+        // A panic anywhere below becomes an error reply, never a request left unanswered.
+        let work = AssertUnwindSafe(methods::serve_plugin(&self.router, &method, params.as_ref(), era, &cx)).catch_unwind();
         tokio::pin!(work);
+        let backstop = async {
+            cx.cancelled().await;
+            tokio::time::sleep(CANCEL_BACKSTOP).await;
+        };
+        tokio::pin!(backstop);
         let outcome = loop {
             tokio::select! {
-                outcome = &mut work => break outcome,
-                Some(event) = events_rx.recv() => {
-                    if let Some(line) = notifier.line_for(event) { self.send(line) }
-                }
+                outcome = &mut work => break Some(outcome),
+                Some(event) = events.recv() => self.forward(&notifier, &cx, event),
+                () = &mut backstop => break None,
             }
         };
-        while let Ok(event) = events_rx.try_recv() {
-            if let Some(line) = notifier.line_for(event) {
-                self.send(line);
-            }
+        while let Ok(event) = events.try_recv() {
+            self.forward(&notifier, &cx, event);
         }
-        let entry = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-        if let Some(entry) = entry
-            && !cx.is_cancelled()
-        {
-            self.reply(&entry.dest, &id, &method, era, outcome);
+        let dropped = cx.events_dropped();
+        if dropped > 0 {
+            tracing::warn!(request = %id, dropped, "events of a request were dropped because its session fell behind");
+        }
+        if cx.is_cancelled() {
+            if outcome.is_none() {
+                tracing::warn!(request = %id, "a cancelled request did not stop within its grace period; its work was dropped");
+            }
+            return; // Cancelled: the entry is gone and no reply is sent.
+        }
+        let entry = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            match in_flight.get(&id) {
+                Some(entry) if entry.generation == generation => in_flight.remove(&id),
+                _ => None,
+            }
+        };
+        let Some(entry) = entry else { return };
+        let outcome = match outcome {
+            Some(Ok(outcome)) => outcome,
+            Some(Err(panic)) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(request = %id, method = %method, panic = %crate::escape::Escaped(&what), "a request panicked");
+                Err(ErrorObject::new(jsonrpc::INTERNAL_ERROR, "internal error"))
+            }
+            None => return,
+        };
+        self.reply(&entry.dest, &id, &method, era, outcome).await;
+    }
+
+    fn forward(&self, notifier: &methods::Notifier, cx: &CallContext, event: crate::plugin::CallEvent) {
+        if cx.is_cancelled() {
+            return;
+        }
+        if let Some(line) = notifier.line_for(event) {
+            self.out.notify(line);
         }
     }
 
@@ -283,24 +366,28 @@ impl Session {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level
     }
 
-    fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<Value, ErrorObject>) {
+    async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<Value, ErrorObject>) {
         let line = match outcome {
             Ok(result) => jsonrpc::result_line(id, &methods::decorate(result, method, era)),
             Err(error) => jsonrpc::error_line(Some(id), &error),
         };
-        self.deliver(dest, line);
+        self.deliver(dest, line).await;
     }
 
-    fn deliver(&self, dest: &Dest, line: String) {
+    async fn deliver(&self, dest: &Dest, line: String) {
         match dest {
-            Dest::Direct => self.send(line),
-            Dest::Batch(batch) => batch.push(line),
+            Dest::Direct => self.respond(line).await,
+            Dest::Batch(batch) => {
+                if let Some(array) = batch.push(line) {
+                    self.respond(array).await;
+                }
+            }
         }
     }
 
-    fn send(&self, line: String) {
+    async fn respond(&self, line: String) {
         // The transport has gone away when this fails; nothing is left to tell.
-        let _ = self.out.send(line);
+        let _ = self.out.respond(line).await;
     }
 }
 

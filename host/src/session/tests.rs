@@ -3,10 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::Session;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::{OutboundLimits, OutboundReceiver, Session, outbound};
 use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, LogLevel, Plugin, PluginError};
 use crate::protocol::{
     CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt, PromptArgument,
@@ -20,6 +22,29 @@ const MODERN_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07
 /// A plugin with a few tools that exercise every outcome, a resource, a template and a prompt.
 pub(crate) struct FakePlugin {
     catalog: Catalog,
+    state: Arc<FakeState>,
+}
+
+/// What tests observe of, and control in, a `FakePlugin`.
+#[derive(Default)]
+pub(crate) struct FakeState {
+    /// Releases every `gate` call (which ignores cancellation).
+    release: Notify,
+    released: AtomicBool,
+    /// Signalled when an `obedient` call starts and when it stops after seeing the cancellation.
+    started: Notify,
+    stopped: Notify,
+    saw_cancel: AtomicBool,
+    /// Signalled when a `flood` call has emitted everything and returns.
+    flooded: Notify,
+    gates_entered: AtomicUsize,
+}
+
+impl FakeState {
+    fn open_gates(&self) {
+        self.released.store(true, Ordering::SeqCst);
+        self.release.notify_waiters();
+    }
 }
 
 fn tool(name: &str) -> Tool {
@@ -38,7 +63,7 @@ fn tool(name: &str) -> Tool {
 impl FakePlugin {
     pub(crate) fn new() -> Arc<FakePlugin> {
         let catalog = Catalog {
-            tools: ["echo", "trap", "slow", "events", "missing"].into_iter().map(tool).collect(),
+            tools: ["echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood"].into_iter().map(tool).collect(),
             resources: vec![Resource {
                 uri: "fake://readme".into(),
                 name: "readme".into(),
@@ -67,7 +92,7 @@ impl FakePlugin {
             }],
             ..Catalog::default()
         };
-        Arc::new(FakePlugin { catalog })
+        Arc::new(FakePlugin { catalog, state: Arc::default() })
     }
 }
 
@@ -106,6 +131,30 @@ impl Plugin for FakePlugin {
                     cx.emit(CallEvent::Progress { progress: 2.0, total: Some(2.0), message: None });
                     Ok(CallToolResult { content: vec![ContentBlock::text("done")], structured_content: None, is_error: false, meta: None })
                 }
+                "gate" => {
+                    // Waits for the test to open the gates, whatever the client says.
+                    let opened = self.state.release.notified();
+                    self.state.gates_entered.fetch_add(1, Ordering::SeqCst);
+                    if !self.state.released.load(Ordering::SeqCst) {
+                        opened.await;
+                    }
+                    Ok(CallToolResult { content: vec![ContentBlock::text("released")], structured_content: None, is_error: false, meta: None })
+                }
+                "obedient" => {
+                    self.state.started.notify_one();
+                    cx.cancelled().await;
+                    self.state.saw_cancel.store(true, Ordering::SeqCst);
+                    self.state.stopped.notify_one();
+                    Ok(CallToolResult::error("stopped after the cancellation"))
+                }
+                "panic" => panic!("the fake plugin panics on purpose"),
+                "flood" => {
+                    for i in 0..10_000 {
+                        cx.emit(CallEvent::Log { level: LogLevel::Error, logger: None, data: format!("flood {i}") });
+                    }
+                    self.state.flooded.notify_one();
+                    Ok(CallToolResult { content: vec![ContentBlock::text("flooded")], structured_content: None, is_error: false, meta: None })
+                }
                 _ => Err(PluginError::NotFound(tool.to_owned())),
             }
         })
@@ -139,7 +188,7 @@ impl Plugin for FakePlugin {
 
 struct Harness {
     session: Arc<Session>,
-    rx: mpsc::UnboundedReceiver<String>,
+    rx: OutboundReceiver,
 }
 
 impl Harness {
@@ -148,7 +197,11 @@ impl Harness {
     }
 
     fn with_router(router: Router) -> Harness {
-        let (tx, rx) = mpsc::unbounded_channel();
+        Harness::with_limits(router, OutboundLimits::default())
+    }
+
+    fn with_limits(router: Router, limits: OutboundLimits) -> Harness {
+        let (tx, rx) = outbound(limits);
         Harness { session: Session::new(Arc::new(router), tx), rx }
     }
 
@@ -157,7 +210,8 @@ impl Harness {
     }
 
     async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.rx.recv()).await.expect("a reply in time").expect("session alive");
+        let frame = tokio::time::timeout(WAIT, self.rx.recv()).await.expect("a reply in time").expect("session alive");
+        let line = frame.line;
         assert!(!line.contains('\n'), "one message per line: {line}");
         serde_json::from_str(&line).expect("every line is JSON")
     }
@@ -177,7 +231,7 @@ impl Harness {
     /// Asserts nothing more is queued once every running request has finished.
     async fn assert_quiet(&mut self) {
         self.session.drain(WAIT).await;
-        assert!(self.rx.try_recv().is_err(), "unexpected extra message");
+        assert!(self.rx.try_recv().is_none(), "unexpected extra message");
     }
 }
 
@@ -326,7 +380,10 @@ async fn lists_are_sorted_and_paged_with_cursors() {
             None => break,
         }
     }
-    assert_eq!(names, ["fake_echo", "fake_events", "fake_missing", "fake_slow", "fake_trap"]);
+    assert_eq!(
+        names,
+        ["fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing", "fake_obedient", "fake_panic", "fake_slow", "fake_trap"]
+    );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
     assert_eq!(bad["error"]["code"], -32602);
     let empty = h.ask(&modern(21, "tools/list", r#""cursor":"""#)).await;
@@ -479,12 +536,145 @@ async fn a_slow_call_does_not_block_ping_and_a_cancelled_call_gets_no_reply() {
 
 #[tokio::test]
 async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_router(router_of(&plugin));
+    h.initialize("2025-11-25").await;
+    h.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_gate"}}"#).await;
+    let duplicate = h.ask(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_echo","arguments":{"text":"x"}}}"#).await;
+    assert_eq!(duplicate["id"], 7);
+    assert_eq!(duplicate["error"]["code"], -32600, "{duplicate}");
+    plugin.state.open_gates();
+    let original = h.recv().await;
+    assert_eq!(original["id"], 7);
+    assert_eq!(original["result"]["content"][0]["text"], "released", "{original}");
+    h.assert_quiet().await;
+}
+
+fn router_of(plugin: &Arc<FakePlugin>) -> Router {
+    Router::new(vec![RouterEntry { plugin: plugin.clone(), prefix: Prefix::Default }]).0
+}
+
+fn call(id: impl std::fmt::Display, tool: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"fake_{tool}"}}}}"#)
+}
+
+fn cancel(id: impl std::fmt::Display) -> String {
+    format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#)
+}
+
+#[tokio::test]
+async fn reading_never_waits_for_plugin_capacity_and_the_overflow_is_refused_at_once() {
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_router(router_of(&plugin));
+    h.initialize("2025-11-25").await;
+    for id in 0..super::MAX_IN_FLIGHT {
+        h.send(&call(id + 100, "gate")).await;
+    }
+    let busy = h.ask(&call(1, "echo")).await;
+    assert_eq!(busy["id"], 1);
+    assert_eq!(busy["error"]["code"], super::SERVER_BUSY, "{busy}");
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await["id"], 2, "ping is answered at once");
+    h.send(&cancel(100)).await;
+    assert_eq!(h.session.requests_in_flight(), super::MAX_IN_FLIGHT, "the cancelled call winds down in the background");
+    plugin.state.open_gates();
+    let mut answered = std::collections::HashSet::new();
+    for _ in 1..super::MAX_IN_FLIGHT {
+        let reply = h.recv().await;
+        assert_eq!(reply["result"]["content"][0]["text"], "released", "{reply}");
+        answered.insert(reply["id"].as_u64().expect("numeric id"));
+    }
+    assert_eq!(answered.len(), super::MAX_IN_FLIGHT - 1);
+    assert!(!answered.contains(&100), "the cancelled call got a reply");
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_plugin_sees_the_cancellation_and_its_reply_is_suppressed() {
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_router(router_of(&plugin));
+    h.initialize("2025-11-25").await;
+    let started = plugin.state.started.notified();
+    h.send(&call(5, "obedient")).await;
+    tokio::time::timeout(WAIT, started).await.expect("the call started");
+    let stopped = plugin.state.stopped.notified();
+    h.send(&cancel(5)).await;
+    tokio::time::timeout(WAIT, stopped).await.expect("the plugin saw the cancellation");
+    assert!(plugin.state.saw_cancel.load(Ordering::SeqCst));
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_plugin_that_ignores_its_cancellation_is_dropped_after_the_grace_period() {
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_router(router_of(&plugin));
+    h.initialize("2025-11-25").await;
+    h.send(&call(5, "gate")).await;
+    h.send(&cancel(5)).await;
+    let started = std::time::Instant::now();
+    h.session.drain(WAIT).await;
+    assert_eq!(h.session.requests_in_flight(), 0);
+    assert!(started.elapsed() < super::CANCEL_BACKSTOP * 3, "took {:?}", started.elapsed());
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn an_id_reused_after_a_cancel_keeps_the_new_request_s_reply() {
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_router(router_of(&plugin));
+    h.initialize("2025-11-25").await;
+    let started = plugin.state.started.notified();
+    h.send(&call(7, "obedient")).await;
+    tokio::time::timeout(WAIT, started).await.expect("the call started");
+    h.send(&cancel(7)).await;
+    h.send(&call(7, "gate")).await;
+    // The first request 7 finishes (it saw its cancellation) while the second one runs.
+    tokio::time::timeout(WAIT, async {
+        while h.session.requests_in_flight() > 1 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the cancelled request finished");
+    plugin.state.open_gates();
+    let reply = h.recv().await;
+    assert_eq!(reply["id"], 7);
+    assert_eq!(reply["result"]["content"][0]["text"], "released", "{reply}");
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_panicking_request_gets_an_error_reply_and_the_session_goes_on() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
-    h.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_slow"}}"#).await;
-    let duplicate = h.ask(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_echo","arguments":{"text":"x"}}}"#).await;
-    assert_eq!(duplicate["error"]["code"], -32600, "{duplicate}");
-    h.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#).await;
+    let reply = h.ask(&call(3, "panic")).await;
+    assert_eq!(reply["id"], 3);
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    let echo = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fake_echo","arguments":{"text":"still here"}}}"#;
+    assert_eq!(h.ask(echo).await["result"]["content"][0]["text"], "still here");
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_read_never_stalls_a_plugin_call() {
+    let plugin = FakePlugin::new();
+    let limits = OutboundLimits { messages: 8, bytes: 64 << 10 };
+    let mut h = Harness::with_limits(router_of(&plugin), limits);
+    h.initialize("2025-11-25").await;
+    let flooded = plugin.state.flooded.notified();
+    h.send(&call(9, "flood")).await;
+    // Nothing has been read yet: the call still runs to its end.
+    tokio::time::timeout(WAIT, flooded).await.expect("the plugin was never blocked by the unread queue");
+    let mut notifications = 0;
+    loop {
+        let line = h.recv().await;
+        if line.get("id").is_some() {
+            assert_eq!(line["result"]["content"][0]["text"], "flooded");
+            break;
+        }
+        notifications += 1;
+    }
+    assert!(notifications <= limits.messages, "{notifications} notifications were queued past the limit");
+    assert!(h.session.notifications_shed() > 0, "the excess was shed and counted");
     h.assert_quiet().await;
 }
 

@@ -2,7 +2,8 @@
 //!
 //! This is the only code that writes to stdout in stdio mode. Lines are bounded: an over-long
 //! line is skipped (without buffering it) and answered with an error. EOF on the input waits
-//! for running requests to finish (bounded), flushes, and returns.
+//! for running requests to finish and for the writer to flush, each for a bounded time, and
+//! returns even when the client has stopped reading stdout.
 //!
 //! For the process's own stdin and stdout (`serve_process`), a reader thread and a writer
 //! thread do blocking IO, because tokio's stdin and stdout hand every read and write to the
@@ -14,11 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
 use crate::router::Router;
-use crate::session::Session;
+use crate::session::{Frame, OutboundLimits, OutboundReceiver, Session, outbound};
 
 /// The longest line accepted, in bytes.
 pub const MAX_LINE: usize = 16 << 20;
@@ -113,30 +114,39 @@ pub async fn serve_process(router: Arc<Router>) -> std::io::Result<()> {
         }
         splitter.finish(&mut emit);
     })?;
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
-    let writer = std::thread::Builder::new().name("paddock-stdout".into()).spawn(move || -> std::io::Result<()> {
+    let (out_tx, mut out_rx) = outbound(OutboundLimits::default());
+    let (done_tx, done_rx) = oneshot::channel();
+    std::thread::Builder::new().name("paddock-stdout".into()).spawn(move || {
         let stdout = std::io::stdout();
         let mut output = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-        while let Some(line) = out_rx.blocking_recv() {
-            write_line(&mut output, &line)?;
-            // Batch lines that are already queued; flush once the queue is empty.
-            while let Ok(line) = out_rx.try_recv() {
-                write_line(&mut output, &line)?;
-            }
-            output.flush()?;
-        }
-        output.flush()
+        let written = write_frames(&mut out_rx, &mut output);
+        let _ = done_tx.send(written);
     })?;
     drive(Session::new(router, out_tx), lines_rx).await;
-    // The writer ends once every request has let go of the session; a request still running
-    // after the drain must not keep the process alive, so the wait is bounded too.
-    match tokio::time::timeout(WRITER_GRACE, tokio::task::spawn_blocking(move || writer.join())).await {
-        Ok(joined) => joined.map_err(std::io::Error::other)?.map_err(|_| std::io::Error::other("the stdout writer panicked"))?,
+    // The writer ends once every request has let go of the session. A request still running
+    // after the drain, or a client that no longer reads stdout, must not keep the process
+    // alive: the wait is bounded and the blocked thread is left behind for the process exit.
+    match tokio::time::timeout(WRITER_GRACE, done_rx).await {
+        Ok(Ok(written)) => written,
+        Ok(Err(_)) => Err(std::io::Error::other("the stdout writer panicked")),
         Err(_) => {
-            tracing::warn!("requests still running at exit; their replies are dropped");
+            tracing::warn!("stdout is not being drained or requests are still running at exit; their replies are dropped");
             Ok(())
         }
     }
+}
+
+/// Writes frames until every sender is gone, batching what is already queued into one flush.
+fn write_frames(frames: &mut OutboundReceiver, output: &mut impl Write) -> std::io::Result<()> {
+    while let Some(frame) = frames.blocking_recv() {
+        write_line(output, &frame.line)?;
+        drop(frame);
+        while let Some(frame) = frames.try_recv() {
+            write_line(output, &frame.line)?;
+        }
+        output.flush()?;
+    }
+    output.flush()
 }
 
 fn write_line(output: &mut impl Write, line: &str) -> std::io::Result<()> {
@@ -178,7 +188,7 @@ where
             let _ = lines_tx.send(line).await;
         }
     });
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (out_tx, out_rx) = outbound(OutboundLimits::default());
     let writer = tokio::spawn(write_lines(out_rx, output));
     drive(Session::new(router, out_tx), lines_rx).await;
     reader.abort();
@@ -191,7 +201,7 @@ async fn drive(session: Arc<Session>, mut lines: mpsc::Receiver<Line>) {
         match line {
             Line::TooLong => {
                 let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("message larger than {MAX_LINE} bytes"));
-                session.handle_rejection(jsonrpc::error_line(None, &error));
+                session.handle_rejection(jsonrpc::error_line(None, &error)).await;
             }
             Line::Complete(bytes) => match std::str::from_utf8(&bytes) {
                 Ok(text) => {
@@ -202,26 +212,33 @@ async fn drive(session: Arc<Session>, mut lines: mpsc::Receiver<Line>) {
                 }
                 Err(_) => {
                     let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the line is not valid UTF-8");
-                    session.handle_rejection(jsonrpc::error_line(None, &error));
+                    session.handle_rejection(jsonrpc::error_line(None, &error)).await;
                 }
             },
         }
     }
     session.drain(DRAIN_ON_EOF).await;
+    let shed = session.notifications_shed();
+    if shed > 0 {
+        tracing::warn!(shed, "notifications were dropped because the client read too slowly");
+    }
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<String>, output: W) -> std::io::Result<()> {
+async fn write_lines<W: AsyncWrite + Unpin>(mut rx: OutboundReceiver, output: W) -> std::io::Result<()> {
     let mut output = tokio::io::BufWriter::with_capacity(64 * 1024, output);
-    while let Some(line) = rx.recv().await {
-        output.write_all(line.as_bytes()).await?;
-        output.write_all(b"\n").await?;
-        while let Ok(line) = rx.try_recv() {
-            output.write_all(line.as_bytes()).await?;
-            output.write_all(b"\n").await?;
+    while let Some(frame) = rx.recv().await {
+        write_frame(&mut output, frame).await?;
+        while let Some(frame) = rx.try_recv() {
+            write_frame(&mut output, frame).await?;
         }
         output.flush().await?;
     }
     output.flush().await
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(output: &mut W, frame: Frame) -> std::io::Result<()> {
+    output.write_all(frame.line.as_bytes()).await?;
+    output.write_all(b"\n").await
 }
 
 #[cfg(test)]

@@ -85,7 +85,7 @@ async fn output_past_the_limit_is_refused() {
 async fn host_log_and_progress_reach_the_call_context() {
     let rt = runtime();
     let plugin = load(&rt, "fixture", Grant::default()).await;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(paddock::plugin::EVENT_QUEUE);
     let cx = CallContext::new("7", Some(tx));
     let out = ok_text(call_with(&plugin, "log_progress", json!({}), &cx).await);
     assert_eq!(out, "logged; roots: unsupported");
@@ -117,7 +117,7 @@ async fn a_cancelled_call_sees_the_flag_or_is_stopped() {
     // A plugin that ignores the flag is stopped shortly after, long before its 30 s deadline.
     let started = Instant::now();
     let err = call_with(&plugin, "spin", json!({}), &cx).await.expect_err("stopped");
-    assert!(matches!(err, PluginError::Failed(ref m) if m.contains("cancelled")), "{err:?}");
+    assert_eq!(err, PluginError::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
 }
 

@@ -1,0 +1,182 @@
+//! The bounded queue from a session to its transport's writer.
+//!
+//! Everything a session sends goes through one `Outbound`. It is bounded twice: in messages and
+//! in bytes, so neither a flood of small notifications nor a few huge results can make the host
+//! hold more than the budget while a client reads slowly (or not at all).
+//! - Responses wait for space: every request still gets its one reply, at the client's pace.
+//! - Notifications (logs, progress) never wait: under pressure they are shed and counted, so a
+//!   plugin call never stalls because its client stopped reading.
+//!
+//! A message larger than the whole byte budget is still sent: it takes the whole budget, alone.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+/// How much a session may have queued for its transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboundLimits {
+    /// Messages queued at once.
+    pub messages: usize,
+    /// Bytes of queued messages at once.
+    pub bytes: usize,
+}
+
+impl Default for OutboundLimits {
+    /// 1024 messages and 64 MiB: several full-size results, and a deep backlog of small ones.
+    fn default() -> Self {
+        OutboundLimits { messages: 1024, bytes: 64 << 20 }
+    }
+}
+
+/// The transport is gone; nothing more can be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the transport has closed")]
+pub struct TransportClosed;
+
+/// One queued message; its share of the byte budget is released when the writer drops it.
+#[derive(Debug)]
+pub struct Frame {
+    /// The message, one JSON text without a trailing newline.
+    pub line: String,
+    _bytes: OwnedSemaphorePermit,
+}
+
+/// The session's sending half.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    tx: mpsc::Sender<Frame>,
+    bytes: Arc<Semaphore>,
+    max_bytes: usize,
+    shed: Arc<AtomicU64>,
+}
+
+/// The transport's receiving half.
+#[derive(Debug)]
+pub struct OutboundReceiver {
+    rx: mpsc::Receiver<Frame>,
+}
+
+/// A bounded queue from a session to a transport writer.
+pub fn outbound(limits: OutboundLimits) -> (Outbound, OutboundReceiver) {
+    let (tx, rx) = mpsc::channel(limits.messages.max(1));
+    let max_bytes = limits.bytes.clamp(1, Semaphore::MAX_PERMITS).min(u32::MAX as usize);
+    let sender = Outbound { tx, bytes: Arc::new(Semaphore::new(max_bytes)), max_bytes, shed: Arc::new(AtomicU64::new(0)) };
+    (sender, OutboundReceiver { rx })
+}
+
+impl Outbound {
+    /// Queues a response, waiting for space.
+    ///
+    /// # Errors
+    /// `TransportClosed` once the receiver is gone.
+    pub async fn respond(&self, line: String) -> Result<(), TransportClosed> {
+        let permit = self.bytes.clone().acquire_many_owned(self.cost(&line)).await.map_err(|_| TransportClosed)?;
+        self.tx.send(Frame { line, _bytes: permit }).await.map_err(|_| TransportClosed)
+    }
+
+    /// Queues a notification if there is room right now; otherwise drops it and counts it.
+    /// Returns whether it was queued.
+    pub fn notify(&self, line: String) -> bool {
+        let Ok(permit) = self.bytes.clone().try_acquire_many_owned(self.cost(&line)) else {
+            self.count_shed();
+            return false;
+        };
+        match self.tx.try_send(Frame { line, _bytes: permit }) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.count_shed();
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// Notifications dropped so far because the queue was full.
+    pub fn shed_count(&self) -> u64 {
+        self.shed.load(Ordering::Relaxed)
+    }
+
+    fn cost(&self, line: &str) -> u32 {
+        // Bounded by `max_bytes`, which fits in u32 (see `outbound`).
+        line.len().clamp(1, self.max_bytes) as u32
+    }
+
+    fn count_shed(&self) {
+        if self.shed.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::warn!("the client reads too slowly: notifications are being dropped (the count is reported when the session ends)");
+        }
+    }
+}
+
+impl OutboundReceiver {
+    /// The next message; `None` once every sender is gone and the queue is empty.
+    pub async fn recv(&mut self) -> Option<Frame> {
+        self.rx.recv().await
+    }
+
+    /// The next message, blocking the current (non-async) thread.
+    pub fn blocking_recv(&mut self) -> Option<Frame> {
+        self.rx.blocking_recv()
+    }
+
+    /// A message that is already queued, if any.
+    pub fn try_recv(&mut self) -> Option<Frame> {
+        self.rx.try_recv().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn notifications_are_shed_and_counted_when_the_queue_is_full() {
+        let (out, mut rx) = outbound(OutboundLimits { messages: 2, bytes: 1 << 20 });
+        assert!(out.notify("a".into()));
+        assert!(out.notify("b".into()));
+        assert!(!out.notify("c".into()), "a third message does not fit in two slots");
+        assert_eq!(out.shed_count(), 1);
+        assert_eq!(rx.recv().await.expect("queued").line, "a");
+        assert!(out.notify("d".into()), "a slot is free again");
+    }
+
+    #[tokio::test]
+    async fn the_byte_budget_sheds_notifications_and_holds_responses_until_space_frees() {
+        let (out, mut rx) = outbound(OutboundLimits { messages: 100, bytes: 10 });
+        assert!(out.notify("12345678".into()));
+        assert!(!out.notify("abc".into()), "8 + 3 bytes is over the 10-byte budget");
+        let waiting = tokio::spawn({
+            let out = out.clone();
+            async move { out.respond("xyz".into()).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a response waits for space instead of being dropped");
+        let first = rx.recv().await.expect("queued");
+        assert_eq!(first.line, "12345678");
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("admitted once space frees").expect("task").expect("sent");
+        assert_eq!(rx.recv().await.expect("queued").line, "xyz");
+    }
+
+    #[tokio::test]
+    async fn a_message_larger_than_the_budget_still_goes_alone() {
+        let (out, mut rx) = outbound(OutboundLimits { messages: 10, bytes: 4 });
+        out.respond("much longer than four bytes".into()).await.expect("sent");
+        assert!(!out.notify("x".into()), "the big message holds the whole budget");
+        drop(rx.recv().await.expect("queued"));
+        assert!(out.notify("x".into()));
+    }
+
+    #[tokio::test]
+    async fn sending_after_the_receiver_is_gone_fails_without_waiting() {
+        let (out, rx) = outbound(OutboundLimits::default());
+        drop(rx);
+        assert_eq!(out.respond("x".into()).await, Err(TransportClosed));
+        assert!(!out.notify("x".into()));
+        assert_eq!(out.shed_count(), 0, "a closed transport is not a slow client");
+    }
+}
