@@ -39,3 +39,79 @@ async fn eof_on_stdin_exits_cleanly_with_code_zero() {
     assert_eq!(reply["result"]["protocolVersion"], "2024-11-05");
     assert_eq!(host.close().await.expect("exit"), 0);
 }
+
+#[tokio::test]
+async fn a_client_that_never_drains_stderr_does_not_freeze_plugin_calls() {
+    let plugins = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    // stderr is a pipe nobody reads: it fills after 64 KiB, and every plugin log record at
+    // debug level is 16 KiB.
+    let mut host = StdioHost::start_logging(plugins.path(), &[], "debug", std::process::Stdio::piped()).expect("start");
+    let _undrained = host.take_stderr();
+    host.initialize("2025-11-25").await.expect("initialize");
+    for _ in 0..4 {
+        let flood = host.call_tool("fixture_log_flood", json!({"count": 100, "bytes": 16_384})).await.expect("a call that logs 1.6 MB answers");
+        assert_eq!(first_text(&flood), "logged", "{flood}");
+    }
+    let echo = host.call_tool("fixture_echo", json!({"text": "still answering"})).await.expect("call");
+    assert_eq!(first_text(&echo), "still answering");
+    assert_eq!(host.request("ping", json!({})).await.expect("ping")["result"], json!({}));
+}
+
+#[tokio::test]
+async fn eof_ends_the_process_even_when_stdout_is_not_drained() {
+    let plugins = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let mut host = StdioHost::start(plugins.path(), &[]).expect("start");
+    host.initialize("2025-11-25").await.expect("initialize");
+    // 100 results of 1 MiB each, and nobody reads them: the writer blocks on a full pipe.
+    for id in 0..100 {
+        let call = json!({"jsonrpc": "2.0", "id": 1000 + id, "method": "tools/call", "params": {"name": "fixture_big_output", "arguments": {"bytes": 1_000_000}}});
+        host.send_line(&call.to_string()).await.expect("send");
+    }
+    let started = std::time::Instant::now();
+    let code = host.close_within(std::time::Duration::from_secs(30)).await.expect("exited");
+    assert_eq!(code, 0);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "exit took {:?}", started.elapsed());
+}
+
+/// Runs `tool` on the fixture with `log` as `RUST_LOG` and `extra` arguments, then returns the
+/// whole of stderr once the host has exited.
+async fn stderr_of(tool: &str, arguments: serde_json::Value, log: &str, extra: &[&str], grant: &str) -> String {
+    use tokio::io::AsyncReadExt;
+    let plugins = PluginDir::new().add("fixture", &fixture_wasm("fixture")).write("fixture.toml", grant);
+    let mut host = StdioHost::start_logging(plugins.path(), extra, log, std::process::Stdio::piped()).expect("start");
+    let mut stderr = host.take_stderr().expect("piped stderr");
+    let reader = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text).await;
+        text
+    });
+    host.initialize("2025-11-25").await.expect("initialize");
+    let _ = host.call_tool(tool, arguments).await.expect("call");
+    assert_eq!(host.close().await.expect("exit"), 0);
+    tokio::time::timeout(paddock_tests::WAIT, reader).await.expect("stderr closed").expect("reader")
+}
+
+#[tokio::test]
+async fn plugin_text_cannot_forge_log_records_or_reach_the_terminal() {
+    let log = stderr_of("fixture_log_forge", json!({}), "debug", &[], "").await;
+    assert!(log.contains("victim"), "the plugin's text was logged (escaped): {log}");
+    for line in log.lines() {
+        assert!(!line.starts_with("2026-01-01T00:00:00.000000Z"), "a forged record: {line:?}");
+        assert!(!line.starts_with("WARN forged"), "a forged record: {line:?}");
+    }
+    assert!(!log.contains('\u{1b}') && !log.contains('\u{7}'), "raw terminal control characters reached stderr");
+}
+
+#[tokio::test]
+async fn json_logs_record_refusals_with_the_plugin_named() {
+    let log = stderr_of("fixture_big_output", json!({"bytes": 10_000}), "warn", &["--log-format", "json"], "limits = { output = \"1KiB\" }\n").await;
+    let records: Vec<serde_json::Value> =
+        log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l:?}"))).collect();
+    let refusal = records
+        .iter()
+        .find(|r| r["kind"] == "output")
+        .unwrap_or_else(|| panic!("no output refusal among {records:#?}"));
+    assert_eq!(refusal["plugin"], "fixture");
+    assert_eq!(refusal["operation"], "big_output");
+    assert_eq!(refusal["level"], "WARN");
+}

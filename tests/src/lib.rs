@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 /// How long any single wait in an end-to-end test may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -119,21 +119,41 @@ pub struct StdioHost {
 impl StdioHost {
     /// Starts `paddock serve <dir>` with extra arguments; stderr is inherited for diagnostics.
     pub fn start(dir: &Path, extra: &[&str]) -> Result<StdioHost> {
+        let log = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
+        StdioHost::start_logging(dir, extra, &log, Stdio::inherit())
+    }
+
+    /// Starts `paddock serve <dir>` with `RUST_LOG=log` and stderr going to `stderr` (use
+    /// `Stdio::piped()` and `take_stderr` to read it, or to leave it undrained).
+    pub fn start_logging(dir: &Path, extra: &[&str], log: &str, stderr: Stdio) -> Result<StdioHost> {
         let mut child = Command::new(paddock_bin())
             .arg("serve")
             .arg(dir)
             .args(extra)
             .env("PADDOCK_CACHE_DIR", test_cache_dir())
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()))
+            .env("RUST_LOG", log)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .context("spawn paddock serve")?;
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().context("stdout")?).lines();
         Ok(StdioHost { child, stdin, stdout, next_id: 1 })
+    }
+
+    /// The child's stderr, when it was started with `Stdio::piped()`.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Closes stdin without reading anything more; returns the exit code once the process has
+    /// exited, waiting at most `limit`.
+    pub async fn close_within(mut self, limit: Duration) -> Result<i32> {
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(limit, self.child.wait()).await.context("paddock did not exit in time after EOF")??;
+        Ok(status.code().unwrap_or(-1))
     }
 
     /// Writes one raw line.

@@ -215,7 +215,6 @@ fn call_finish<R>(
         return Err(PluginError::Timeout { ms: timeout.as_millis() as u64 });
     }
     if data.limiter.hit.load(Ordering::Acquire) {
-        data.recorder.refuse(crate::policy::RefusalKind::Memory, "linear memory");
         return Err(PluginError::Limit { limit: "memory" });
     }
     let message = match trap {

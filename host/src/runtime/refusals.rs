@@ -2,15 +2,18 @@
 //! budget), one structured log record names the plugin, the request and what was refused, and
 //! the plugin's counter for that kind goes up.
 //!
-//! Budget refusals happen in floods (a plugin logging in a loop), so each call records the
-//! first refusal of each kind and counts the rest silently: the counter stays exact, the log
-//! stays readable.
+//! Refusals can come in floods (a plugin logging, or probing paths, in a loop), so each call
+//! logs the first `LOGGED_PER_KIND` refusals of each kind and counts the rest: the counter stays
+//! exact and the operator's log stays bounded.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::escape::Escaped;
 use crate::policy::RefusalKind;
+
+/// Refusals of one kind logged per call; later ones are only counted.
+const LOGGED_PER_KIND: u32 = 8;
 
 /// Per-plugin refusal counters, shared by every call of the plugin.
 #[derive(Debug, Default)]
@@ -47,36 +50,32 @@ struct CallRecord {
     request: String,
     operation: Option<Arc<str>>,
     counters: Arc<RefusalCounters>,
-    logged: [AtomicBool; RefusalKind::ALL.len()],
+    logged: [AtomicU32; RefusalKind::ALL.len()],
 }
 
 impl Recorder {
     pub(crate) fn new(plugin: Arc<str>, request: String, operation: Option<Arc<str>>, counters: Arc<RefusalCounters>) -> Recorder {
-        let logged = std::array::from_fn(|_| AtomicBool::new(false));
+        let logged = std::array::from_fn(|_| AtomicU32::new(0));
         Recorder { inner: Arc::new(CallRecord { plugin, request, operation, counters, logged }) }
     }
 
-    /// Records one refusal: always counted; logged the first time per kind in this call for
-    /// budget refusals (which come in floods), and every time for access refusals.
+    /// Records one refusal: always counted; logged (with plugin, operation, request, kind and
+    /// target, all escaped) for the first `LOGGED_PER_KIND` of its kind in this call.
     pub(crate) fn refuse(&self, kind: RefusalKind, target: &str) {
         let call = &self.inner;
         call.counters.bump(kind);
-        let budget = matches!(
-            kind,
-            RefusalKind::Log | RefusalKind::Progress | RefusalKind::Notices | RefusalKind::GuestOutput | RefusalKind::Resources
-        );
-        let seen = call.logged[kind.index()].swap(true, Ordering::Relaxed);
-        if budget && seen {
+        let seen = call.logged[kind.index()].fetch_add(1, Ordering::Relaxed);
+        if seen >= LOGGED_PER_KIND {
             return;
         }
+        let note = if seen + 1 == LOGGED_PER_KIND { " (further refusals of this kind in this call are counted, not logged)" } else { "" };
         tracing::warn!(
             plugin = %call.plugin,
             operation = call.operation.as_deref().map(Escaped).map(tracing::field::display),
             request = %Escaped(&call.request),
             kind = kind.as_str(),
             target = %Escaped(target),
-            "{}",
-            if budget { "plugin over its budget; the excess of this call is dropped" } else { "refused" }
+            "refused{note}"
         );
     }
 }

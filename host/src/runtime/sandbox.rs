@@ -26,7 +26,7 @@ use super::http::HttpPolicy;
 use super::output::{LogSink, OutputBudget, Stream};
 use super::refusals::{Recorder, RefusalCounters};
 use crate::plugin::CallContext;
-use crate::policy::{FsMode, Grant, OutboundRules};
+use crate::policy::{FsMode, Grant, OutboundRules, RefusalKind};
 
 /// Bytes of guest stdout+stderr forwarded to the log per call; the rest is dropped and recorded.
 pub(crate) const GUEST_OUTPUT_BUDGET: u64 = 64 << 10;
@@ -165,7 +165,7 @@ impl HostState {
             http: WasiHttpCtx::new(),
             table,
             hooks: HttpPolicy { recorder: recorder.clone(), rules: sandbox.rules.clone() },
-            limiter: MemoryLimiter::new(grant.limits.memory),
+            limiter: MemoryLimiter::new(grant.limits.memory, recorder.clone()),
             cx,
             plugin: sandbox.plugin.clone(),
             budgets: CallBudgets::default(),
@@ -197,15 +197,17 @@ pub(crate) struct MemoryLimiter {
     table_elements: usize,
     /// Set when a growth was refused; a trap after that is reported as the memory limit.
     pub(crate) hit: Arc<AtomicBool>,
+    recorder: Recorder,
 }
 
 impl MemoryLimiter {
-    fn new(limit: u64) -> Self {
+    fn new(limit: u64, recorder: Recorder) -> Self {
         MemoryLimiter {
             limit: usize::try_from(limit).unwrap_or(usize::MAX),
             used: 0,
             table_elements: 0,
             hit: Arc::new(AtomicBool::new(false)),
+            recorder,
         }
     }
 }
@@ -215,6 +217,7 @@ impl ResourceLimiter for MemoryLimiter {
         let growth = desired.saturating_sub(current);
         if maximum.is_some_and(|max| desired > max) || self.used.saturating_add(growth) > self.limit {
             self.hit.store(true, Ordering::Release);
+            self.recorder.refuse(RefusalKind::Memory, "linear memory");
             return Ok(false);
         }
         self.used += growth;
@@ -224,6 +227,7 @@ impl ResourceLimiter for MemoryLimiter {
     fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
         let growth = desired.saturating_sub(current);
         if maximum.is_some_and(|max| desired > max) || self.table_elements.saturating_add(growth) > MAX_TABLE_ELEMENTS {
+            self.recorder.refuse(RefusalKind::Resources, "table elements");
             return Ok(false);
         }
         self.table_elements += growth;
@@ -247,9 +251,13 @@ impl ResourceLimiter for MemoryLimiter {
 mod tests {
     use super::*;
 
+    fn recorder() -> Recorder {
+        Recorder::new(Arc::from("p"), "1".into(), None, Arc::default())
+    }
+
     #[test]
     fn memory_is_limited_in_total_across_memories() {
-        let mut limiter = MemoryLimiter::new(10 << 20);
+        let mut limiter = MemoryLimiter::new(10 << 20, recorder());
         assert!(limiter.memory_growing(0, 6 << 20, None).expect("ok"));
         assert!(limiter.memory_growing(0, 3 << 20, None).expect("ok"), "a second memory shares the budget");
         assert!(!limiter.memory_growing(6 << 20, 8 << 20, None).expect("ok"), "6+3+2 MiB is over 10 MiB");
@@ -259,7 +267,7 @@ mod tests {
 
     #[test]
     fn table_elements_are_limited() {
-        let mut limiter = MemoryLimiter::new(1 << 20);
+        let mut limiter = MemoryLimiter::new(1 << 20, recorder());
         assert!(limiter.table_growing(0, 1000, None).expect("ok"));
         assert!(!limiter.table_growing(1000, MAX_TABLE_ELEMENTS + 1, None).expect("ok"));
     }

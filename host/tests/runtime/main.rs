@@ -4,9 +4,11 @@
 //! Build the fixture first:
 //! `cargo build --release --target wasm32-wasip2 --manifest-path tests/plugins/Cargo.toml`.
 
+mod budgets;
 mod calls;
 mod grants;
 mod loading;
+mod pinning;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,84 @@
+//! Every host call is bounded per call: log records and bytes, progress, change notices and
+//! guest stdout/stderr records. The excess is dropped and counted against the plugin, and the
+//! call itself still completes.
+
+use paddock::plugin::{CallEvent, EVENT_QUEUE};
+use paddock::policy::{Grant, RefusalKind};
+use serde_json::json;
+
+use super::*;
+
+/// Runs `tool` with a listening context and returns the events the session would have seen.
+async fn events_of(plugin: &WasmPlugin, tool: &str, args: serde_json::Value) -> (String, Vec<CallEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(EVENT_QUEUE);
+    let cx = CallContext::new("budget", Some(tx));
+    // Drain concurrently, as the session does.
+    let drain = tokio::spawn(async move {
+        let mut events = Vec::new();
+        while let Some(event) = rx.recv().await {
+            events.push(event);
+        }
+        events
+    });
+    let out = ok_text(call_with(plugin, tool, args, &cx).await);
+    drop(cx);
+    (out, tokio::time::timeout(WAIT, drain).await.expect("drained").expect("task"))
+}
+
+#[tokio::test]
+async fn a_log_flood_is_cut_to_the_call_budget_and_counted() {
+    let rt = runtime();
+    let plugin = load(&rt, "fixture", Grant::default()).await;
+    let (out, events) = events_of(&plugin, "log_flood", json!({"count": 20_000, "bytes": 16_384})).await;
+    assert_eq!(out, "logged");
+    let bytes: usize = events.iter().map(|e| match e {
+        CallEvent::Log { data, .. } => data.len(),
+        CallEvent::Progress { .. } => 0,
+    }).sum();
+    assert!(events.len() <= 1000, "{} log events passed", events.len());
+    assert!(bytes <= 1 << 20, "{bytes} bytes of logs passed");
+    assert!(plugin.refusals().count(RefusalKind::Log) >= 19_000, "{:?}", plugin.refusals().snapshot());
+    // Its permitted twin: a few small records all arrive.
+    let (_, events) = events_of(&plugin, "log_flood", json!({"count": 5, "bytes": 10})).await;
+    assert_eq!(events.len(), 5);
+}
+
+#[tokio::test]
+async fn progress_and_notice_floods_are_cut_and_counted() {
+    let rt = runtime();
+    let plugin = load(&rt, "fixture", Grant::default()).await;
+    let (_, events) = events_of(&plugin, "progress_flood", json!({"count": 300_000})).await;
+    assert!(events.len() <= 1000, "{} progress events passed", events.len());
+    assert!(plugin.refusals().count(RefusalKind::Progress) >= 299_000);
+    let (out, _) = events_of(&plugin, "notice_flood", json!({"count": 100_000})).await;
+    assert_eq!(out, "announced");
+    assert!(plugin.refusals().count(RefusalKind::Notices) >= 199_000, "{:?}", plugin.refusals().snapshot());
+    let (_, events) = events_of(&plugin, "progress_flood", json!({"count": 3})).await;
+    assert_eq!(events.len(), 3, "a few progress reports all arrive");
+}
+
+#[tokio::test]
+async fn guest_newlines_count_as_records() {
+    let rt = runtime();
+    let plugin = load(&rt, "fixture", Grant::default()).await;
+    assert_eq!(ok_text(call(&plugin, "newlines", json!({"count": 65_536})).await), "written");
+    let dropped = plugin.refusals().count(RefusalKind::GuestOutput);
+    assert!(dropped >= 65_000, "only {dropped} newline records were dropped");
+    let quiet = load(&rt, "quiet", Grant::default()).await;
+    assert_eq!(ok_text(call(&quiet, "newlines", json!({"count": 10})).await), "written");
+    assert_eq!(quiet.refusals().count(RefusalKind::GuestOutput), 0, "ten records are within the budget");
+}
+
+#[tokio::test]
+async fn memory_and_output_refusals_are_counted() {
+    let rt = runtime();
+    let mut grant = Grant::default();
+    grant.limits.memory = 16 << 20;
+    grant.limits.output = 4096;
+    let plugin = load(&rt, "fixture", grant).await;
+    let _ = call(&plugin, "alloc", json!({"mib": 64})).await;
+    assert!(plugin.refusals().count(RefusalKind::Memory) >= 1, "{:?}", plugin.refusals().snapshot());
+    let err = call(&plugin, "big_output", json!({"bytes": 10_000})).await.expect_err("over the output limit");
+    assert_eq!(err, PluginError::Limit { limit: "output" });
+    assert_eq!(plugin.refusals().count(RefusalKind::Output), 1);
+}
