@@ -4,6 +4,8 @@
 //! Build the fixture first:
 //! `cargo build --release --target wasm32-wasip2 --manifest-path tests/plugins/Cargo.toml`.
 
+#[cfg(unix)]
+mod cache;
 mod calls;
 mod grants;
 mod loading;
