@@ -1,25 +1,55 @@
-//! The on-disk cache of compiled components (`.cwasm`).
+//! The on-disk cache of compiled components (`.cwasm`), which runs only what it compiled.
 //!
-//! Key: sha256 of the wasm bytes, the wasmtime version and a hash of the engine's compilation
-//! settings (`Engine::precompile_compatibility_hash`), so an engine never loads code compiled
-//! for another configuration. Files are written atomically (temporary file, then rename) into a
-//! directory created with mode 0700. A file that fails to load is deleted and recompiled.
+//! Loading a compiled component runs native code without validation, so the cache trusts nothing
+//! it finds on disk until a keyed MAC proves that this user's Paddock wrote it for these exact
+//! wasm bytes and this engine:
 //!
-//! # Security
-//! Loading a `.cwasm` runs native code without validation, so only files this cache wrote are
-//! loaded, from a directory only the host user can write and that no plugin grant may cover
-//! (the loader refuses such grants).
+//! - The folder must belong to the effective user, must not be writable by anyone else and must
+//!   not be a symbolic link. One that is wrong is refused, never repaired, and the runtime then
+//!   compiles without a cache. A new folder is created with mode 0700. Every file is opened
+//!   relative to the folder's open handle, without following symbolic links.
+//! - A per-user secret key (`key`, 32 random bytes, mode 0600) lives in the folder. A key that is
+//!   a symbolic link, not owned by the user, or readable or writable by anyone else refuses the
+//!   whole cache.
+//! - Each artifact is one file, `<sha256 of the wasm>-<engine fingerprint>.cwasm`: a 16-byte
+//!   magic (`MAGIC`), a 32-byte HMAC-SHA256 tag, then the bytes from
+//!   `Engine::precompile_component`. The tag covers a domain label, the SHA-256 of the wasm, the
+//!   engine fingerprint (wasmtime version and `Engine::precompile_compatibility_hash`) and the
+//!   compiled bytes, so an artifact copied over another plugin's, or altered in any byte, fails.
+//! - Loading opens the file without following links, checks its owner and mode on the open
+//!   handle, reads it into memory, verifies the tag in constant time and only then deserializes
+//!   those same bytes; the path is never opened again. Anything wrong is logged with the file and
+//!   the reason, and the plugin is recompiled and stored afresh.
+//! - Artifacts are written to a temporary file (created exclusively, mode 0600) and renamed into
+//!   place, so a reader sees a whole file or none; a torn file would fail the MAC anyway.
 
-use std::hash::{BuildHasher, Hash, Hasher};
-use std::io::Write;
+use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// The wasmtime release this host is built with (pinned in Cargo.toml).
 const WASMTIME_VERSION: &str = "48.0.8";
+
+/// The name of the secret key file inside the cache folder.
+const KEY_FILE: &str = "key";
+/// Key length: a full SHA-256 block output, so the MAC is as strong as HMAC-SHA256 allows.
+const KEY_LEN: usize = 32;
+/// The first bytes of every artifact this cache writes (format version 1).
+const MAGIC: &[u8; 16] = b"paddock-cwasm-1\n";
+/// Length of the HMAC-SHA256 tag that follows the magic.
+const TAG_LEN: usize = 32;
+/// Separates this MAC's input from any other use of the same key.
+const MAC_DOMAIN: &[u8] = b"paddock compiled component, format 1\0";
+/// The largest artifact read back into memory or stored. The folder is private, so this only
+/// bounds what a stray or planted file there can make the host allocate before the MAC rejects
+/// it; compiled code for the largest accepted plugin (256 MiB of wasm) stays well below it.
+const MAX_ARTIFACT_BYTES: u64 = 1 << 30;
 
 /// Where a component came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,21 +64,177 @@ pub enum CacheOutcome {
     Uncached,
 }
 
-#[derive(Debug, Clone)]
+/// Why the cache folder cannot be used. The runtime logs it and compiles without a cache.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CacheError {
+    #[error(
+        "`{}` is a symbolic link, which the compiled-plugin cache does not follow: point PADDOCK_CACHE_DIR / --cache-dir at a real folder of your own",
+        path.display()
+    )]
+    SymlinkFolder { path: PathBuf },
+    #[error(
+        "`{}` is not a folder: remove it or point PADDOCK_CACHE_DIR / --cache-dir at a folder of your own",
+        path.display()
+    )]
+    NotAFolder { path: PathBuf },
+    #[error(
+        "`{}` is owned by uid {owner}, not by this user (uid {euid}): remove it or point PADDOCK_CACHE_DIR / --cache-dir at a folder of your own",
+        path.display()
+    )]
+    ForeignFolder { path: PathBuf, owner: u32, euid: u32 },
+    #[error(
+        "`{}` is writable by other users (mode {mode:04o}): remove it, run `chmod go-w` on it, or point PADDOCK_CACHE_DIR / --cache-dir at a folder of your own",
+        path.display()
+    )]
+    SharedFolder { path: PathBuf, mode: u32 },
+    #[error(
+        "the compiled-plugin cache key `{}` {problem}: remove it (a new key is made and plugins are compiled again once)",
+        path.display()
+    )]
+    BadKey { path: PathBuf, problem: String },
+    #[error("cannot {action} `{}`: {source}", path.display())]
+    Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    #[cfg(not(unix))]
+    #[error("the compiled-plugin cache is only supported on Unix hosts")]
+    Unsupported,
+}
+
+/// Why one stored artifact was not loaded. It is then recompiled and stored afresh.
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    #[error("it is a symbolic link")]
+    Symlink,
+    #[error("it is not a regular file")]
+    NotAFile,
+    #[error("it is owned by uid {owner}, not by this user (uid {euid})")]
+    ForeignOwner { owner: u32, euid: u32 },
+    #[error("it is writable by other users (mode {mode:04o})")]
+    Shared { mode: u32 },
+    #[error("it is larger than {MAX_ARTIFACT_BYTES} bytes")]
+    TooLarge,
+    #[error("it does not start with a Paddock artifact header")]
+    NoHeader,
+    #[error("its MAC does not match these wasm bytes and this engine (altered, or copied from another plugin)")]
+    BadMac,
+    #[error("wasmtime rejected it: {0}")]
+    Rejected(wasmtime::Error),
+    #[error("cannot read it: {0}")]
+    Io(std::io::Error),
+}
+
+/// What kind of file system object a handle refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Regular,
+    Directory,
+    Other,
+}
+
+/// The owner, mode and size of an open file or folder, read from its handle (not its path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Info {
+    kind: Kind,
+    owner: u32,
+    /// Permission bits (`st_mode & 0o7777`).
+    mode: u32,
+    len: u64,
+}
+
+/// What is being checked, which decides the kind it must be and the bits it must not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Folder,
+    Key,
+    Artifact,
+}
+
+impl Role {
+    /// Permission bits that would let another user change it or, for the key, also read it: a
+    /// reader of the key can forge artifacts for any writer of the folder.
+    fn forbidden_bits(self) -> u32 {
+        match self {
+            Role::Folder | Role::Artifact => 0o022,
+            Role::Key => 0o077,
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Role::Folder => Kind::Directory,
+            Role::Key | Role::Artifact => Kind::Regular,
+        }
+    }
+}
+
+/// How another user could have put or changed the object (or read the key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exposure {
+    WrongKind,
+    ForeignOwner { owner: u32 },
+    OpenMode { mode: u32 },
+}
+
+/// The pure trust decision: `None` when `info` is of the right kind, owned by `euid` and free of
+/// the bits `role` forbids.
+fn exposure(role: Role, info: &Info, euid: u32) -> Option<Exposure> {
+    if info.kind != role.kind() {
+        Some(Exposure::WrongKind)
+    } else if info.owner != euid {
+        Some(Exposure::ForeignOwner { owner: info.owner })
+    } else if info.mode & role.forbidden_bits() != 0 {
+        Some(Exposure::OpenMode { mode: info.mode })
+    } else {
+        None
+    }
+}
+
+/// What opening a name in the cache folder found.
+enum Opened {
+    Missing,
+    Symlink,
+    Found(std::fs::File, Info),
+}
+
+#[derive(Clone)]
 pub(crate) struct Cache {
     dir: PathBuf,
-    engine_key: String,
+    handle: Arc<os::Dir>,
+    /// HMAC-SHA256 keyed with the user's cache key, cloned for every tag.
+    mac: Hmac<Sha256>,
+    /// SHA-256 of the wasmtime version and the engine's compilation settings.
+    engine_digest: [u8; 32],
+}
+
+impl std::fmt::Debug for Cache {
+    /// Shows the folder only: the keyed MAC state is as secret as the key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache").field("dir", &self.dir).finish_non_exhaustive()
+    }
 }
 
 impl Cache {
-    /// Opens (creating with mode 0700) the cache directory.
-    pub(crate) fn open(dir: &Path, engine: &Engine) -> std::io::Result<Cache> {
-        create_private_dir(dir)?;
-        let mut hasher = std::hash::DefaultHasher::new();
-        WASMTIME_VERSION.hash(&mut hasher);
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = format!("{:016x}", hasher.finish());
-        Ok(Cache { dir: dir.to_path_buf(), engine_key })
+    /// Opens the cache folder (creating it with mode 0700 when missing) and its key (creating it
+    /// when missing). A folder or key another user could have written, or the key read, is
+    /// refused with the fix in the error.
+    pub(crate) fn open(dir: &Path, engine: &Engine) -> Result<Cache, CacheError> {
+        let (handle, info) = os::Dir::open(dir)?;
+        let euid = handle.euid();
+        match exposure(Role::Folder, &info, euid) {
+            None => {}
+            Some(Exposure::WrongKind) => return Err(CacheError::NotAFolder { path: dir.to_path_buf() }),
+            Some(Exposure::ForeignOwner { owner }) => {
+                return Err(CacheError::ForeignFolder { path: dir.to_path_buf(), owner, euid });
+            }
+            Some(Exposure::OpenMode { mode }) => {
+                return Err(CacheError::SharedFolder { path: dir.to_path_buf(), mode });
+            }
+        }
+        let key = load_or_create_key(&handle, dir)?;
+        let mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).map_err(|_| CacheError::BadKey {
+            path: dir.join(KEY_FILE),
+            problem: "cannot key HMAC-SHA256".to_owned(),
+        })?;
+        Ok(Cache { dir: dir.to_path_buf(), handle: Arc::new(handle), mac, engine_digest: engine_digest(engine) })
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -57,9 +243,11 @@ impl Cache {
 
     /// The artifact path for these wasm bytes.
     pub(crate) fn path_for(&self, wasm: &[u8]) -> PathBuf {
-        let digest = Sha256::digest(wasm);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        self.dir.join(format!("{hex}-{}.cwasm", self.engine_key))
+        self.dir.join(self.file_name(&Sha256::digest(wasm).into()))
+    }
+
+    fn file_name(&self, wasm_digest: &[u8; 32]) -> String {
+        format!("{}-{}.cwasm", hex(wasm_digest), hex(&self.engine_digest[..8]))
     }
 
     /// Loads the compiled component for `wasm`, compiling and storing it when needed.
@@ -69,80 +257,374 @@ impl Cache {
         engine: &Engine,
         wasm: &[u8],
     ) -> Result<(Component, CacheOutcome), wasmtime::Error> {
-        let path = self.path_for(wasm);
+        let wasm_digest: [u8; 32] = Sha256::digest(wasm).into();
+        let name = self.file_name(&wasm_digest);
         let mut outcome = CacheOutcome::Compiled;
-        if path.exists() {
-            match load_artifact(engine, &path) {
-                Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                Err(err) => {
-                    tracing::warn!(path = %path.display(), error = %err, "cached compiled plugin is unusable; recompiling");
-                    let _ = std::fs::remove_file(&path);
-                    outcome = CacheOutcome::Recompiled;
+        match self.load(engine, &wasm_digest, &name) {
+            Ok(Some(component)) => return Ok((component, CacheOutcome::Hit)),
+            Ok(None) => {}
+            Err(why) => {
+                tracing::warn!(path = %self.dir.join(&name).display(), reason = %why, "cached compiled plugin not loaded; recompiling");
+                // Unlinking the name removes a symbolic link itself, never its target.
+                let _ = self.handle.remove(&name);
+                outcome = CacheOutcome::Recompiled;
+            }
+        }
+        let sealed = self.seal(&wasm_digest, &engine.precompile_component(wasm)?);
+        // The fresh bytes reach wasmtime through the same verification as stored ones, so one
+        // audited path is the only way native code gets loaded.
+        let component = self.open_sealed(engine, &wasm_digest, &sealed).map_err(wasmtime::Error::new)?;
+        match self.store(&name, &sealed) {
+            Ok(()) => Ok((component, outcome)),
+            Err(err) => {
+                tracing::warn!(path = %self.dir.join(&name).display(), error = %err, "cannot store the compiled plugin; continuing without the cache");
+                Ok((component, CacheOutcome::Uncached))
+            }
+        }
+    }
+
+    /// Reads and verifies the stored artifact `name`: `Ok(None)` when there is none.
+    fn load(&self, engine: &Engine, wasm_digest: &[u8; 32], name: &str) -> Result<Option<Component>, Unusable> {
+        let (file, info) = match self.handle.open_file(name).map_err(Unusable::Io)? {
+            Opened::Missing => return Ok(None),
+            Opened::Symlink => return Err(Unusable::Symlink),
+            Opened::Found(file, info) => (file, info),
+        };
+        let euid = self.handle.euid();
+        match exposure(Role::Artifact, &info, euid) {
+            None => {}
+            Some(Exposure::WrongKind) => return Err(Unusable::NotAFile),
+            Some(Exposure::ForeignOwner { owner }) => return Err(Unusable::ForeignOwner { owner, euid }),
+            Some(Exposure::OpenMode { mode }) => return Err(Unusable::Shared { mode }),
+        }
+        if info.len > MAX_ARTIFACT_BYTES {
+            return Err(Unusable::TooLarge);
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(info.len).unwrap_or(0));
+        file.take(MAX_ARTIFACT_BYTES + 1).read_to_end(&mut bytes).map_err(Unusable::Io)?;
+        if bytes.len() as u64 > MAX_ARTIFACT_BYTES {
+            return Err(Unusable::TooLarge);
+        }
+        self.open_sealed(engine, wasm_digest, &bytes).map(Some)
+    }
+
+    /// The keyed MAC over everything an artifact is bound to.
+    fn tag(&self, wasm_digest: &[u8; 32], code: &[u8]) -> Hmac<Sha256> {
+        let mut mac = self.mac.clone();
+        mac.update(MAC_DOMAIN);
+        mac.update(wasm_digest);
+        mac.update(&self.engine_digest);
+        mac.update(code);
+        mac
+    }
+
+    /// The artifact file for freshly compiled `code`: magic, tag, code.
+    fn seal(&self, wasm_digest: &[u8; 32], code: &[u8]) -> Vec<u8> {
+        let tag = self.tag(wasm_digest, code).finalize().into_bytes();
+        let mut sealed = Vec::with_capacity(MAGIC.len() + TAG_LEN + code.len());
+        sealed.extend_from_slice(MAGIC);
+        sealed.extend_from_slice(&tag);
+        sealed.extend_from_slice(code);
+        sealed
+    }
+
+    /// Verifies an artifact held in memory and deserializes exactly those bytes.
+    fn open_sealed(&self, engine: &Engine, wasm_digest: &[u8; 32], sealed: &[u8]) -> Result<Component, Unusable> {
+        let rest = sealed.strip_prefix(MAGIC.as_slice()).ok_or(Unusable::NoHeader)?;
+        let (tag, code) = rest.split_at_checked(TAG_LEN).ok_or(Unusable::NoHeader)?;
+        self.tag(wasm_digest, code).verify_slice(tag).map_err(|_| Unusable::BadMac)?;
+        // SAFETY: `code` is trusted native code compiled by this engine for these wasm bytes.
+        // Its HMAC-SHA256 tag was checked just above, in constant time, over the wasm's SHA-256,
+        // the engine fingerprint and these very bytes, under a key that only this user can read
+        // (a file of this user's that nobody else can read or write, in a folder of this user's
+        // that nobody else can write; the cache refuses anything else). Only a Paddock run by this user that compiled the code
+        // could have made the tag. The bytes were verified in memory and are deserialized from
+        // that same buffer, so nothing on disk can change between the check and the load.
+        // wasmtime still checks the header and compatibility with the engine.
+        unsafe { Component::deserialize(engine, code) }.map_err(Unusable::Rejected)
+    }
+
+    /// Writes `sealed` as `name` atomically: an exclusive temporary file, then a rename.
+    fn store(&self, name: &str, sealed: &[u8]) -> std::io::Result<()> {
+        if sealed.len() as u64 > MAX_ARTIFACT_BYTES {
+            return Err(std::io::Error::other(format!(
+                "the compiled plugin is larger than {MAX_ARTIFACT_BYTES} bytes"
+            )));
+        }
+        let tmp = temp_name(name)?;
+        let result = (|| {
+            let mut file = self.handle.create_new(&tmp)?;
+            file.write_all(sealed)?;
+            file.sync_all()?;
+            self.handle.rename(&tmp, name)
+        })();
+        if result.is_err() {
+            let _ = self.handle.remove(&tmp);
+        }
+        result
+    }
+}
+
+/// Reads the folder's key, creating it when there is none.
+fn load_or_create_key(dir: &os::Dir, path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
+    match read_key(dir, path)? {
+        Some(key) => Ok(key),
+        None => create_key(dir, path),
+    }
+}
+
+/// Reads the key: `Ok(None)` when there is none; an error when it is not trustworthy.
+fn read_key(dir: &os::Dir, path: &Path) -> Result<Option<[u8; KEY_LEN]>, CacheError> {
+    let key_path = || path.join(KEY_FILE);
+    let bad = |problem: String| CacheError::BadKey { path: key_path(), problem };
+    let opened = dir.open_file(KEY_FILE).map_err(|source| CacheError::Io { action: "open", path: key_path(), source })?;
+    let file = match opened {
+        Opened::Missing => return Ok(None),
+        Opened::Symlink => return Err(bad("is a symbolic link".to_owned())),
+        Opened::Found(file, info) => {
+            let euid = dir.euid();
+            match exposure(Role::Key, &info, euid) {
+                None => file,
+                Some(Exposure::WrongKind) => return Err(bad("is not a regular file".to_owned())),
+                Some(Exposure::ForeignOwner { owner }) => {
+                    return Err(bad(format!("is owned by uid {owner}, not by this user (uid {euid})")));
+                }
+                Some(Exposure::OpenMode { mode }) => {
+                    return Err(bad(format!("is readable or writable by other users (mode {mode:04o})")));
                 }
             }
         }
-        let compiled = engine.precompile_component(wasm)?;
-        match write_atomically(&path, &compiled) {
-            Ok(()) => Ok((load_artifact(engine, &path)?, outcome)),
-            Err(err) => {
-                tracing::warn!(path = %path.display(), error = %err, "cannot store the compiled plugin; continuing without the cache");
-                Ok((Component::new(engine, wasm)?, CacheOutcome::Uncached))
+    };
+    let mut bytes = Vec::with_capacity(KEY_LEN + 1);
+    file.take(KEY_LEN as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| CacheError::Io { action: "read", path: key_path(), source })?;
+    <[u8; KEY_LEN]>::try_from(bytes.as_slice())
+        .map(Some)
+        .map_err(|_| bad(format!("is not a key: it is not {KEY_LEN} bytes long")))
+}
+
+/// Makes a new random key and publishes it without ever replacing one: the bytes go to a fresh
+/// exclusive 0600 file first and are then hard-linked to `key`, which fails if `key` exists. A
+/// process that loses that race reads the winner's key, which is complete by then, and never
+/// sees a half-written one.
+fn create_key(dir: &os::Dir, path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
+    let key_path = path.join(KEY_FILE);
+    let io = |action: &'static str| {
+        let key_path = key_path.clone();
+        move |source| CacheError::Io { action, path: key_path, source }
+    };
+    let mut key = [0u8; KEY_LEN];
+    getrandom::fill(&mut key).map_err(std::io::Error::other).map_err(io("draw random bytes for"))?;
+    let tmp = temp_name(KEY_FILE).map_err(io("create"))?;
+    let written = (|| {
+        let mut file = dir.create_new(&tmp)?;
+        file.write_all(&key)?;
+        file.sync_all()
+    })();
+    let published = written.and_then(|()| dir.link(&tmp, KEY_FILE));
+    let _ = dir.remove(&tmp);
+    match published {
+        Ok(()) => Ok(key),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => match read_key(dir, path)? {
+            Some(winner) => Ok(winner),
+            None => Err(io("read")(std::io::Error::from(std::io::ErrorKind::NotFound))),
+        },
+        Err(err) => Err(io("create")(err)),
+    }
+}
+
+/// A unique temporary name beside `name`; starting with `.` keeps it apart from artifact names.
+fn temp_name(name: &str) -> std::io::Result<String> {
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(std::io::Error::other)?;
+    Ok(format!(".{name}.{}.tmp", hex(&suffix)))
+}
+
+/// SHA-256 of the wasmtime version and the engine's compilation settings: an engine never
+/// loads code compiled for another configuration, and the MAC binds artifacts to it.
+fn engine_digest(engine: &Engine) -> [u8; 32] {
+    let mut hasher = Sha256Hasher(Sha256::new());
+    WASMTIME_VERSION.hash(&mut hasher);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hasher.0.finalize().into()
+}
+
+/// A `Hasher` that feeds everything written into SHA-256, so a `Hash` value yields a 256-bit
+/// digest that is stable across runs (unlike `DefaultHasher`, whose algorithm may change).
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// Required by the trait; the digest itself is taken from the inner `Sha256`.
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_le_bytes(first)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The file system calls, all relative to the folder's open handle so that the folder checked is
+/// the folder used even if its path is swapped later.
+#[cfg(unix)]
+mod os {
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::path::Path;
+
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    use rustix::io::Errno;
+
+    use super::{CacheError, Info, Kind, Opened};
+
+    /// An open cache folder and the effective user it is checked against.
+    pub(super) struct Dir {
+        fd: OwnedFd,
+        euid: u32,
+    }
+
+    impl Dir {
+        /// Opens `path` as a folder without following a symbolic link in its last component,
+        /// creating it (and missing parents) with mode 0700 first when it does not exist.
+        pub(super) fn open(path: &Path) -> Result<(Dir, Info), CacheError> {
+            let euid = rustix::process::geteuid().as_raw();
+            let io = |action: &'static str| move |source: io::Error| CacheError::Io { action, path: path.to_path_buf(), source };
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(CacheError::SymlinkFolder { path: path.to_path_buf() });
+                }
+                Ok(_) => {}
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path).map_err(io("create"))?;
+                }
+                Err(err) => return Err(io("inspect")(err)),
+            }
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+                Ok(fd) => fd,
+                // Linux reports a symbolic link opened with O_DIRECTORY|O_NOFOLLOW as ENOTDIR.
+                Err(errno) if errno == Errno::NOTDIR || errno == Errno::LOOP => {
+                    let symlink = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+                    return Err(if symlink {
+                        CacheError::SymlinkFolder { path: path.to_path_buf() }
+                    } else {
+                        CacheError::NotAFolder { path: path.to_path_buf() }
+                    });
+                }
+                Err(errno) => return Err(io("open")(errno.into())),
+            };
+            let file = File::from(fd);
+            let info = info(&file).map_err(io("inspect"))?;
+            Ok((Dir { fd: file.into(), euid }, info))
+        }
+
+        pub(super) fn euid(&self) -> u32 {
+            self.euid
+        }
+
+        /// Opens `name` for reading without following a symbolic link, and describes it from the
+        /// open handle. O_NONBLOCK keeps a FIFO planted under the name from blocking the open.
+        pub(super) fn open_file(&self, name: &str) -> io::Result<Opened> {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+            match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+                Ok(fd) => {
+                    let file = File::from(fd);
+                    let info = info(&file)?;
+                    Ok(Opened::Found(file, info))
+                }
+                Err(errno) if errno == Errno::NOENT => Ok(Opened::Missing),
+                Err(errno) if errno == Errno::LOOP => Ok(Opened::Symlink),
+                Err(errno) => Err(errno.into()),
             }
         }
-    }
-}
 
-/// Maps a cached artifact into memory as a component.
-fn load_artifact(engine: &Engine, path: &Path) -> Result<Component, wasmtime::Error> {
-    // SAFETY: `path` is an artifact this cache wrote itself (atomically, from
-    // `Engine::precompile_component`, under a key that includes the engine configuration), inside
-    // a 0700 directory that no plugin grant may cover, so it is trusted code compiled for this
-    // engine. wasmtime still checks its header and its compatibility with the engine.
-    unsafe { Component::deserialize_file(engine, path) }
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-        let meta = std::fs::metadata(dir)?;
-        if meta.permissions().mode() & 0o022 != 0 {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        /// Creates `name` exclusively (never an existing file or link) with mode 0600.
+        pub(super) fn create_new(&self, name: &str) -> io::Result<File> {
+            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            Ok(File::from(rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o600))?))
         }
-        Ok(())
+
+        /// Renames `from` to `to`, replacing `to`.
+        pub(super) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+            Ok(rustix::fs::renameat(&self.fd, from, &self.fd, to)?)
+        }
+
+        /// Adds the name `to` for `from`; fails with `AlreadyExists` rather than replace `to`.
+        pub(super) fn link(&self, from: &str, to: &str) -> io::Result<()> {
+            Ok(rustix::fs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty())?)
+        }
+
+        /// Removes the name `name` (a symbolic link itself, not its target).
+        pub(super) fn remove(&self, name: &str) -> io::Result<()> {
+            Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())?)
+        }
     }
-    #[cfg(not(unix))]
-    {
-        std::fs::create_dir_all(dir)
+
+    /// Describes an open handle (fstat), never a path.
+    fn info(file: &File) -> io::Result<Info> {
+        let meta = file.metadata()?;
+        let kind = if meta.file_type().is_file() {
+            Kind::Regular
+        } else if meta.file_type().is_dir() {
+            Kind::Directory
+        } else {
+            Kind::Other
+        };
+        Ok(Info { kind, owner: meta.uid(), mode: meta.mode() & 0o7777, len: meta.len() })
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}-{:x}", std::process::id(), rand_suffix()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut file = options.open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+/// Ownership and permission bits are what the cache's trust rests on, so elsewhere it is off.
+#[cfg(not(unix))]
+mod os {
+    use std::convert::Infallible;
+    use std::fs::File;
+    use std::io;
+    use std::path::Path;
 
-fn rand_suffix() -> u64 {
-    let mut hasher = std::hash::RandomState::new().build_hasher();
-    std::time::SystemTime::now().hash(&mut hasher);
-    hasher.finish()
+    use super::{CacheError, Info, Opened};
+
+    pub(super) struct Dir(Infallible);
+
+    impl Dir {
+        pub(super) fn open(_path: &Path) -> Result<(Dir, Info), CacheError> {
+            Err(CacheError::Unsupported)
+        }
+
+        pub(super) fn euid(&self) -> u32 {
+            match self.0 {}
+        }
+
+        pub(super) fn open_file(&self, _name: &str) -> io::Result<Opened> {
+            match self.0 {}
+        }
+
+        pub(super) fn create_new(&self, _name: &str) -> io::Result<File> {
+            match self.0 {}
+        }
+
+        pub(super) fn rename(&self, _from: &str, _to: &str) -> io::Result<()> {
+            match self.0 {}
+        }
+
+        pub(super) fn link(&self, _from: &str, _to: &str) -> io::Result<()> {
+            match self.0 {}
+        }
+
+        pub(super) fn remove(&self, _name: &str) -> io::Result<()> {
+            match self.0 {}
+        }
+    }
 }
 
 /// The default cache directory: `$PADDOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/paddock`, else
@@ -152,4 +634,125 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     from_env("PADDOCK_CACHE_DIR")
         .or_else(|| from_env("XDG_CACHE_HOME").map(|d| d.join("paddock")))
         .or_else(|| from_env("HOME").map(|d| d.join(".cache").join("paddock")))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn info(kind: Kind, owner: u32, mode: u32) -> Info {
+        Info { kind, owner, mode, len: 0 }
+    }
+
+    #[test]
+    fn only_the_users_own_unshared_objects_are_trusted() {
+        let me = 1000;
+        let folder = |owner, mode| exposure(Role::Folder, &info(Kind::Directory, owner, mode), me);
+        assert_eq!(folder(me, 0o700), None);
+        assert_eq!(folder(me, 0o755), None, "others may read the folder; the key stays private");
+        assert_eq!(folder(1234, 0o700), Some(Exposure::ForeignOwner { owner: 1234 }));
+        assert_eq!(folder(0, 0o700), Some(Exposure::ForeignOwner { owner: 0 }));
+        assert_eq!(folder(me, 0o770), Some(Exposure::OpenMode { mode: 0o770 }));
+        assert_eq!(folder(me, 0o702), Some(Exposure::OpenMode { mode: 0o702 }));
+        assert_eq!(folder(me, 0o1777), Some(Exposure::OpenMode { mode: 0o1777 }), "sticky does not help");
+        assert_eq!(exposure(Role::Folder, &info(Kind::Regular, me, 0o700), me), Some(Exposure::WrongKind));
+
+        let key = |owner, mode| exposure(Role::Key, &info(Kind::Regular, owner, mode), me);
+        assert_eq!(key(me, 0o600), None);
+        assert_eq!(key(me, 0o400), None);
+        assert_eq!(key(me, 0o640), Some(Exposure::OpenMode { mode: 0o640 }));
+        assert_eq!(key(me, 0o604), Some(Exposure::OpenMode { mode: 0o604 }));
+        assert_eq!(key(me, 0o610), Some(Exposure::OpenMode { mode: 0o610 }));
+        assert_eq!(key(65534, 0o600), Some(Exposure::ForeignOwner { owner: 65534 }));
+        assert_eq!(exposure(Role::Key, &info(Kind::Other, me, 0o600), me), Some(Exposure::WrongKind));
+
+        let artifact = |owner, mode| exposure(Role::Artifact, &info(Kind::Regular, owner, mode), me);
+        assert_eq!(artifact(me, 0o600), None);
+        assert_eq!(artifact(me, 0o644), None);
+        assert_eq!(artifact(me, 0o620), Some(Exposure::OpenMode { mode: 0o620 }));
+        assert_eq!(artifact(me, 0o666), Some(Exposure::OpenMode { mode: 0o666 }));
+        assert_eq!(artifact(0, 0o600), Some(Exposure::ForeignOwner { owner: 0 }));
+        assert_eq!(exposure(Role::Artifact, &info(Kind::Directory, me, 0o700), me), Some(Exposure::WrongKind));
+    }
+
+    #[test]
+    fn refusals_name_the_path_and_the_fix() {
+        let path = PathBuf::from("/x");
+        let foreign = CacheError::ForeignFolder { path: path.clone(), owner: 1234, euid: 0 }.to_string();
+        assert_eq!(
+            foreign,
+            "`/x` is owned by uid 1234, not by this user (uid 0): remove it or point PADDOCK_CACHE_DIR / --cache-dir at a folder of your own"
+        );
+        let shared = CacheError::SharedFolder { path: path.clone(), mode: 0o777 }.to_string();
+        assert!(shared.contains("`/x`") && shared.contains("0777") && shared.contains("chmod go-w"), "{shared}");
+        let link = CacheError::SymlinkFolder { path: path.clone() }.to_string();
+        assert!(link.contains("`/x` is a symbolic link") && link.contains("PADDOCK_CACHE_DIR"), "{link}");
+        let key = CacheError::BadKey { path: path.join(KEY_FILE), problem: "is a symbolic link".to_owned() }.to_string();
+        assert!(key.contains("`/x/key` is a symbolic link: remove it"), "{key}");
+    }
+
+    #[test]
+    fn a_process_that_loses_the_key_race_uses_the_winners_key() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("cache");
+        let (handle, _) = os::Dir::open(&dir).expect("open");
+        let winner = create_key(&handle, &dir).expect("first key");
+        // A second creation finds `key` already published: it must neither fail nor replace it.
+        let loser = create_key(&handle, &dir).expect("second key");
+        assert_eq!(loser, winner);
+        assert_eq!(std::fs::read(dir.join(KEY_FILE)).expect("key"), winner);
+        assert_eq!(std::fs::metadata(dir.join(KEY_FILE)).expect("key").permissions().mode() & 0o777, 0o600);
+        let names: Vec<_> = std::fs::read_dir(&dir).expect("list").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, [KEY_FILE], "temporary files were left behind");
+        assert_eq!(load_or_create_key(&handle, &dir).expect("reuse"), winner);
+    }
+
+    #[test]
+    fn a_key_of_the_wrong_length_refuses_the_cache() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("cache");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join(KEY_FILE), b"short").expect("write");
+        std::fs::set_permissions(dir.join(KEY_FILE), std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        match Cache::open(&dir, &Engine::default()) {
+            Err(CacheError::BadKey { problem, .. }) => assert!(problem.contains("32 bytes"), "{problem}"),
+            other => panic!("expected a bad key, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(dir.join(KEY_FILE)).expect("key"), b"short", "a refused key is left alone");
+    }
+
+    #[test]
+    fn a_tag_binds_the_wasm_the_engine_and_every_byte() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let engine = Engine::default();
+        let cache = Cache::open(&tmp.path().join("cache"), &engine).expect("cache");
+        let wasm: [u8; 32] = Sha256::digest(b"plugin a").into();
+        let other_wasm: [u8; 32] = Sha256::digest(b"plugin b").into();
+        let code = b"compiled code of plugin a".to_vec();
+        let sealed = cache.seal(&wasm, &code);
+        assert_eq!(&sealed[..MAGIC.len()], MAGIC);
+        assert_eq!(&sealed[MAGIC.len() + TAG_LEN..], code.as_slice());
+        // Only rejections are exercised here: these bytes are not real compiled code.
+        let reject = |cache: &Cache, wasm: &[u8; 32], sealed: &[u8]| match cache.open_sealed(&engine, wasm, sealed) {
+            Err(why) => why,
+            Ok(_) => panic!("accepted"),
+        };
+        assert!(matches!(reject(&cache, &other_wasm, &sealed), Unusable::BadMac), "another plugin's artifact");
+        let mut flipped = sealed.clone();
+        *flipped.last_mut().expect("bytes") ^= 1;
+        assert!(matches!(reject(&cache, &wasm, &flipped), Unusable::BadMac), "a flipped code byte");
+        let mut retagged = sealed.clone();
+        retagged[MAGIC.len()] ^= 1;
+        assert!(matches!(reject(&cache, &wasm, &retagged), Unusable::BadMac), "a flipped tag byte");
+        let mut other_engine = cache.clone();
+        other_engine.engine_digest[0] ^= 1;
+        assert!(matches!(reject(&other_engine, &wasm, &sealed), Unusable::BadMac), "another engine");
+        let other_key = Cache::open(&tmp.path().join("other"), &engine).expect("cache");
+        assert!(matches!(reject(&other_key, &wasm, &sealed), Unusable::BadMac), "another key");
+        assert!(matches!(reject(&cache, &wasm, &sealed[1..]), Unusable::NoHeader));
+        assert!(matches!(reject(&cache, &wasm, &sealed[..MAGIC.len() + 3]), Unusable::NoHeader));
+        assert!(matches!(reject(&cache, &wasm, &code), Unusable::NoHeader), "a bare .cwasm");
+    }
 }

@@ -90,8 +90,9 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Builds the engine, starts the epoch ticker and opens the cache. A cache directory that
-    /// cannot be created is logged and the runtime compiles without a cache.
+    /// Builds the engine, starts the epoch ticker and opens the cache. A cache folder that cannot
+    /// be created, or that another user could have written, is logged with the fix and the
+    /// runtime compiles without a cache.
     pub fn new(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
         let options = RuntimeOptions { max_memory: options.max_memory.max(1 << 20), ..options };
         let (engine, pooling) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;

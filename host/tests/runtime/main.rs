@@ -5,6 +5,8 @@
 //! `cargo build --release --target wasm32-wasip2 --manifest-path tests/plugins/Cargo.toml`.
 
 mod budgets;
+#[cfg(unix)]
+mod cache;
 mod calls;
 mod grants;
 mod loading;
