@@ -2,9 +2,15 @@
 //! requests. Exposed tool and prompt names are `<prefix>_<name>` and always match
 //! `^[a-zA-Z0-9_-]{1,64}$`; resources keep their URIs. A collision is an error naming both
 //! plugins and the fix; the later plugin (by id) is left out, never silently shadowed.
+//! Resource templates are compiled once, here, into linear-time matchers (`template`); a
+//! template over the caps leaves its plugin out like a collision does.
+
+pub mod template;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use template::{MAX_URI_BYTES, TemplateError, UriTemplate};
 
 use crate::plugin::{CallContext, Plugin, PluginError};
 use crate::protocol::{
@@ -51,6 +57,8 @@ pub enum RouterError {
     InvalidName { plugin: String, kind: &'static str, name: String, exposed: String },
     #[error("plugins `{first}` and `{second}` both expose {kind} `{name}`; `{second}` is not served (fix: set `expose.prefix` in the grant of one of them)")]
     Collision { first: String, second: String, kind: &'static str, name: String },
+    #[error("plugin `{plugin}`: resource template `{template}` {reason}; `{plugin}` is not served")]
+    InvalidTemplate { plugin: String, template: String, reason: TemplateError },
 }
 
 /// Why a request could not be routed or served.
@@ -209,7 +217,12 @@ impl Router {
     }
 
     /// Reads a resource: a listed URI first, else the first template (in order) that matches.
+    /// A URI longer than `MAX_URI_BYTES` is unknown without being looked at: no listed URI is
+    /// that long, and matching it against every template is work a client should not command.
     pub async fn read_resource(&self, uri: &str, cx: &CallContext) -> Result<Vec<ResourceContents>, RouteError> {
+        if uri.len() > MAX_URI_BYTES {
+            return Err(RouteError::UnknownResource { uri: uri.to_owned() });
+        }
         let index = match self.resource_routes.get(uri) {
             Some(&index) => index,
             None => self
@@ -293,6 +306,14 @@ impl Router {
             plan.resources.push(check("resource", &resource.uri, resource.uri.clone(), &mut errors));
         }
         for template in &catalog.resource_templates {
+            match UriTemplate::compile(&template.uri_template) {
+                Ok(compiled) => plan.compiled.push(compiled),
+                Err(reason) => errors.push(RouterError::InvalidTemplate {
+                    plugin: id.to_owned(),
+                    template: shorten(&template.uri_template),
+                    reason,
+                }),
+            }
             plan.templates.push(check("resource template", &template.uri_template, template.uri_template.clone(), &mut errors));
         }
         if errors.is_empty() { Ok(plan) } else { Err(errors) }
@@ -313,9 +334,9 @@ impl Router {
             self.resources.push(resource.clone());
             self.resource_routes.insert(resource.uri.clone(), index);
         }
-        for template in &catalog.resource_templates {
+        for (template, compiled) in catalog.resource_templates.iter().zip(plan.compiled) {
             self.templates.push(template.clone());
-            self.template_routes.push((UriTemplate::parse(&template.uri_template), index));
+            self.template_routes.push((compiled, index));
         }
         self.plugins.push(plugin);
     }
@@ -327,6 +348,8 @@ struct Plan {
     prompts: Vec<(String, String)>,
     resources: Vec<String>,
     templates: Vec<String>,
+    /// The matcher of each template, in catalog order.
+    compiled: Vec<UriTemplate>,
 }
 
 impl Plan {
@@ -371,6 +394,14 @@ pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// At most 64 characters of a plugin-supplied string, for error messages.
+pub(crate) fn shorten(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 fn plugin_error(plugin: &dyn Plugin, error: PluginError) -> RouteError {
     RouteError::Plugin { plugin: plugin.id().to_owned(), error }
 }
@@ -403,59 +434,6 @@ fn decode_cursor(cursor: &str, expected: u32) -> Option<usize> {
     let (offset, fp) = cursor.strip_prefix('p')?.split_once('-')?;
     (u32::from_str_radix(fp, 16).ok()? == expected).then_some(())?;
     usize::from_str_radix(offset, 16).ok()
-}
-
-/// An RFC 6570 template reduced to what routing needs: literal parts and variables.
-/// `{var}` matches one or more characters other than `/`, `?` and `#`; `{+var}`, `{#var}` and
-/// exploded variables match any non-empty run.
-#[derive(Debug, Clone)]
-struct UriTemplate {
-    parts: Vec<Part>,
-}
-
-#[derive(Debug, Clone)]
-enum Part {
-    Literal(String),
-    Var { greedy: bool },
-}
-
-impl UriTemplate {
-    fn parse(template: &str) -> UriTemplate {
-        let mut parts = Vec::new();
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            if open > 0 {
-                parts.push(Part::Literal(rest[..open].to_owned()));
-            }
-            let Some(close) = rest[open..].find('}') else {
-                parts.push(Part::Literal(rest[open..].to_owned()));
-                rest = "";
-                break;
-            };
-            let expr = &rest[open + 1..open + close];
-            parts.push(Part::Var { greedy: expr.starts_with('+') || expr.starts_with('#') || expr.ends_with('*') });
-            rest = &rest[open + close + 1..];
-        }
-        if !rest.is_empty() {
-            parts.push(Part::Literal(rest.to_owned()));
-        }
-        UriTemplate { parts }
-    }
-
-    fn matches(&self, uri: &str) -> bool {
-        match_parts(&self.parts, uri)
-    }
-}
-
-fn match_parts(parts: &[Part], input: &str) -> bool {
-    match parts.split_first() {
-        None => input.is_empty(),
-        Some((Part::Literal(lit), rest)) => input.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail)),
-        Some((Part::Var { greedy }, rest)) => {
-            let stop = if *greedy { input.len() } else { input.find(['/', '?', '#']).unwrap_or(input.len()) };
-            (1..=stop).rev().filter(|&n| input.is_char_boundary(n)).any(|n| match_parts(rest, &input[n..]))
-        }
-    }
 }
 
 #[cfg(test)]

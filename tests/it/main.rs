@@ -1,5 +1,6 @@
 //! End-to-end tests: the real `paddock` binary with real plugins and real MCP clients.
 
+mod catalogs; // hostile catalogs, results and resource templates next to a good plugin
 mod clients_python; // the official Python SDK client (`mcp` 2.3.0) in both eras
 mod clients_rmcp; // the official Rust SDK client (`rmcp` 3.9) in both eras
 mod cli; // the command line: inspect, call, errors and exit codes

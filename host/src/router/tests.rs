@@ -87,15 +87,143 @@ fn cursors_round_trip_and_reject_foreign_or_stale_ones() {
     assert_eq!(router.page(router.prompts(), Some(&next)).unwrap_err(), RouteError::InvalidCursor);
 }
 
+/// A plugin declaring the given resource templates; every read it receives succeeds with a
+/// text naming the plugin, and is counted.
+struct Templated {
+    id: &'static str,
+    catalog: crate::plugin::Catalog,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Templated {
+    fn entry(id: &'static str, templates: &[&str]) -> (RouterEntry, Arc<Templated>) {
+        let resource_templates = templates
+            .iter()
+            .map(|t| ResourceTemplate {
+                uri_template: (*t).to_owned(),
+                name: "t".into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                icons: vec![],
+                annotations: None,
+            })
+            .collect();
+        let catalog = crate::plugin::Catalog { resource_templates, ..Default::default() };
+        let plugin = Arc::new(Templated { id, catalog, reads: Default::default() });
+        (RouterEntry { plugin: plugin.clone(), prefix: Prefix::Default }, plugin)
+    }
+}
+
+impl Plugin for Templated {
+    fn id(&self) -> &str {
+        self.id
+    }
+    fn catalog(&self) -> &crate::plugin::Catalog {
+        &self.catalog
+    }
+    fn call_tool<'a>(&'a self, t: &'a str, _: &'a str, _: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<CallToolResult, PluginError>> {
+        Box::pin(async move { Err(PluginError::NotFound(t.to_owned())) })
+    }
+    fn read_resource<'a>(&'a self, u: &'a str, _: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let contents = ResourceContents { uri: u.to_owned(), mime_type: None, text: Some(self.id.to_owned()), blob: None, meta: None };
+        Box::pin(async move { Ok(vec![contents]) })
+    }
+    fn get_prompt<'a>(&'a self, p: &'a str, _: &'a [(String, String)], _: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<GetPromptResult, PluginError>> {
+        Box::pin(async move { Err(PluginError::NotFound(p.to_owned())) })
+    }
+    fn complete<'a>(&'a self, _: &'a CompletionRequest, _: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Completion, PluginError>> {
+        Box::pin(async move { Ok(Completion::default()) })
+    }
+}
+
+/// Reads `uri` and returns the id of the plugin that served it.
+async fn served_by(router: &Router, uri: &str) -> Result<String, RouteError> {
+    let contents = router.read_resource(uri, &CallContext::detached("test")).await?;
+    Ok(contents[0].text.clone().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn reads_go_to_a_listed_uri_first_then_the_first_matching_template_in_order() {
+    let (segment, _) = Templated::entry("segment", &["x://{a}"]);
+    let (reserved, _) = Templated::entry("reserved", &["x://{+a}"]);
+    let (router, errors) = Router::new(vec![segment, reserved, entry("fake", Prefix::Default)]);
+    assert!(errors.is_empty(), "{errors:?}");
+    // `x://{+a}` sorts before `x://{a}`, so it wins where both match.
+    assert_eq!(served_by(&router, "x://k").await.expect("read"), "reserved");
+    assert_eq!(served_by(&router, "x://k/l").await.expect("read"), "reserved");
+    assert_eq!(served_by(&router, "fake://items/7").await.expect("template of the fake"), "contents of fake://items/7");
+    let listed = router.read_resource("fake://readme", &CallContext::detached("test")).await.expect("listed");
+    assert_eq!(listed[0].text.as_deref(), Some("contents of fake://readme"));
+    assert_eq!(
+        served_by(&router, "y://k").await.expect_err("no template"),
+        RouteError::UnknownResource { uri: "y://k".into() }
+    );
+}
+
 #[test]
-fn uri_templates_match_single_segments_unless_reserved_expansion() {
-    let simple = UriTemplate::parse("text://words/{word}");
-    assert!(simple.matches("text://words/hello"));
-    assert!(!simple.matches("text://words/"));
-    assert!(!simple.matches("text://words/a/b"));
-    let two = UriTemplate::parse("db://{table}/rows/{id}");
-    assert!(two.matches("db://users/rows/42"));
-    assert!(!two.matches("db://users/cols/42"));
-    let reserved = UriTemplate::parse("file://{+path}");
-    assert!(reserved.matches("file:///etc/hosts"));
+fn a_template_over_the_caps_leaves_its_plugin_out_naming_plugin_and_template() {
+    let many = format!("a://{}!", "{v}".repeat(33));
+    let (bad, _) = Templated::entry("greedy", &["ok://{a}", many.as_str()]);
+    let (good, _) = Templated::entry("good", &["good://{a}"]);
+    let (router, errors) = Router::new(vec![bad, good]);
+    assert_eq!(router.plugins().len(), 1);
+    assert_eq!(router.plugins()[0].id(), "good");
+    let [RouterError::InvalidTemplate { plugin, template, reason }] = errors.as_slice() else {
+        panic!("{errors:?}")
+    };
+    assert_eq!((plugin.as_str(), reason), ("greedy", &template::TemplateError::TooManyVariables { count: 33, max: 32 }));
+    assert!(template.starts_with("a://{v}{v}") && template.ends_with('…') && template.chars().count() == 65, "{template}");
+    let message = errors[0].to_string();
+    assert!(message.contains("plugin `greedy`") && message.contains("33 variables; at most 32"), "{message}");
+}
+
+#[tokio::test]
+async fn a_uri_over_the_cap_is_unknown_without_reaching_a_plugin() {
+    let (entry, plugin) = Templated::entry("big", &["big://{+rest}"]);
+    let (router, _) = Router::new(vec![entry]);
+    let longest = format!("big://{}", "x".repeat(template::MAX_URI_BYTES - 6));
+    assert_eq!(served_by(&router, &longest).await.expect("at the cap"), "big");
+    let over = format!("{longest}x");
+    assert!(matches!(served_by(&router, &over).await, Err(RouteError::UnknownResource { .. })));
+    assert_eq!(plugin.reads.load(std::sync::atomic::Ordering::SeqCst), 1, "only the read within the cap reached the plugin");
+}
+
+#[tokio::test]
+async fn adversarial_templates_route_long_uris_in_milliseconds() {
+    let vars = format!("a://{}!", "{v}".repeat(32));
+    let (entry, plugin) = Templated::entry("evil", &[vars.as_str(), "calendar://{year}-{month}-{day}"]);
+    let (router, errors) = Router::new(vec![entry]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let uris = [format!("a://{}", "x".repeat(8188)), format!("calendar://{}/", "1-".repeat(4090))];
+    for uri in uris {
+        let started = std::time::Instant::now();
+        assert!(matches!(served_by(&router, &uri).await, Err(RouteError::UnknownResource { .. })));
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_millis(100), "{} bytes took {took:?}", uri.len());
+    }
+    assert_eq!(plugin.reads.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn the_costliest_templates_a_plugin_may_declare_cost_milliseconds_per_read() {
+    // As much template text as a plugin may declare (64 KiB), all of it at the length cap and
+    // all of it still live after every character of an 8 KiB URI that none of it matches.
+    let head = format!("a://{}", "{+v}".repeat(32));
+    let templates: Vec<String> = (0..64)
+        .map(|i| {
+            let tail = format!("{i:02}");
+            format!("{head}{}{tail}", "a".repeat(template::MAX_TEMPLATE_BYTES - head.len() - tail.len()))
+        })
+        .collect();
+    let refs: Vec<&str> = templates.iter().map(String::as_str).collect();
+    let (entry, _) = Templated::entry("costly", &refs);
+    let (router, errors) = Router::new(vec![entry]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let uri = format!("a://{}b", "a".repeat(template::MAX_URI_BYTES - 5));
+    let started = std::time::Instant::now();
+    assert!(matches!(served_by(&router, &uri).await, Err(RouteError::UnknownResource { .. })));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_millis(250), "one read took {took:?}");
 }

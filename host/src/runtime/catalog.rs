@@ -1,6 +1,12 @@
 //! Validation of what a plugin declares at load time (`metadata.info`, `list-*`) into a
 //! `plugin::Catalog`. Everything is bounded: counts, name lengths, schema sizes, total bytes.
 //! A plugin whose declarations break a bound does not load; the reason names the item.
+//!
+//! The catalog is served to every client in list pages shared with every other plugin, so
+//! nothing in it may fail to serialize later: JSON text (input and output schemas, tool `_meta`)
+//! passes `json::validate` (size, nesting within `MAX_JSON_DEPTH`, syntax, lone surrogates,
+//! number range), and resource templates compile into the router's linear-time matcher within
+//! its caps. Every other field is a Rust string, number or flag, which always serializes.
 
 use std::collections::HashSet;
 
@@ -8,6 +14,8 @@ use super::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, r
 use super::convert::{self, Budget, JsonKind};
 use crate::plugin::{Catalog, FileRequest, PluginError, PluginInfo, RequestedCapabilities};
 use crate::protocol::{Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+use crate::router::shorten;
+use crate::router::template::{MAX_URI_BYTES, UriTemplate};
 
 /// Most tools, resources, templates or prompts one plugin may declare (each).
 pub const MAX_ITEMS: usize = 1000;
@@ -15,6 +23,13 @@ pub const MAX_ITEMS: usize = 1000;
 pub const MAX_NAME: usize = 128;
 /// Largest input or output schema.
 pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
+/// Largest tool `_meta`: it travels in every `tools/list` page, and real ones are a few keys.
+pub const MAX_META_BYTES: usize = 64 << 10;
+/// Most resource-template text one plugin may declare, all templates together. Reading a URI
+/// that no listed resource has runs it past the templates in order, each costing time in
+/// proportion to its length, so this bounds what one plugin's templates cost every such read
+/// (about 1,000 short templates, or 64 at the longest `router::template` accepts).
+pub const MAX_TEMPLATES_BYTES: usize = 64 << 10;
 /// Largest catalog, all text together.
 pub const MAX_CATALOG_BYTES: u64 = 8 << 20;
 /// Most capability requests of each kind.
@@ -35,6 +50,7 @@ pub(crate) fn build(d: Declared) -> Result<Catalog, String> {
     let b = &mut budget;
     let over = |e: PluginError| match e {
         PluginError::Limit { .. } => format!("the catalog is larger than {} MiB", MAX_CATALOG_BYTES >> 20),
+        PluginError::MalformedOutput(why) => why,
         other => other.to_string(),
     };
     for (what, n) in [
@@ -61,21 +77,27 @@ pub(crate) fn build(d: Declared) -> Result<Catalog, String> {
     let mut seen = HashSet::new();
     let mut resources = Vec::with_capacity(d.resources.len());
     for r in d.resources {
-        check_text("resource uri", &r.uri, 8192)?;
+        check_text("resource uri", &r.uri, MAX_URI_BYTES)?;
         if !seen.insert(r.uri.clone()) {
-            return Err(format!("resource `{}` is declared twice", r.uri));
+            return Err(format!("resource `{}` is declared twice", shorten(&r.uri)));
         }
-        let uri = r.uri.clone();
+        let uri = shorten(&r.uri);
         resources.push(resource(r, b).map_err(|e| format!("resource `{uri}`: {}", over(e)))?);
     }
     let mut seen = HashSet::new();
     let mut templates = Vec::with_capacity(d.templates.len());
+    let mut template_bytes = 0;
     for r in d.templates {
-        check_text("resource template", &r.uri_template, 8192)?;
+        check_text("resource template", &r.uri_template, MAX_URI_BYTES)?;
+        let uri = shorten(&r.uri_template);
         if !seen.insert(r.uri_template.clone()) {
-            return Err(format!("resource template `{}` is declared twice", r.uri_template));
+            return Err(format!("resource template `{uri}` is declared twice"));
         }
-        let uri = r.uri_template.clone();
+        UriTemplate::compile(&r.uri_template).map_err(|e| format!("resource template `{uri}` {e}"))?;
+        template_bytes += r.uri_template.len();
+        if template_bytes > MAX_TEMPLATES_BYTES {
+            return Err(format!("resource templates add up to more than the {} KiB allowed", MAX_TEMPLATES_BYTES >> 10));
+        }
         templates.push(template(r, b).map_err(|e| format!("resource template `{uri}`: {}", over(e)))?);
     }
     let mut seen = HashSet::new();
@@ -111,13 +133,7 @@ fn check_name(what: &str, name: &str) -> Result<(), String> {
 }
 
 fn schema(text: String, what: &str, budget: &mut Budget) -> Result<crate::protocol::Json, PluginError> {
-    if text.len() > MAX_SCHEMA_BYTES {
-        return Err(PluginError::MalformedOutput(format!(
-            "{what} is {} bytes; at most {MAX_SCHEMA_BYTES} are allowed",
-            text.len()
-        )));
-    }
-    convert::json(text, JsonKind::Object, what, budget)
+    convert::json(text, JsonKind::Object, what, MAX_SCHEMA_BYTES, budget)
 }
 
 fn string(s: String, budget: &mut Budget) -> Result<String, PluginError> {
@@ -182,7 +198,7 @@ fn tool(t: wt::Tool, b: &mut Budget) -> Result<Tool, PluginError> {
             })
             .transpose()?,
         icons: convert::icons(t.icons, b)?,
-        meta: t.meta.map(|m| convert::json(m, JsonKind::Object, "tool `_meta`", b)).transpose()?,
+        meta: t.meta.map(|m| convert::json(m, JsonKind::Object, "`_meta`", MAX_META_BYTES, b)).transpose()?,
     })
 }
 
@@ -231,3 +247,6 @@ fn prompt(p: wp::Prompt, b: &mut Budget) -> Result<Prompt, PluginError> {
         icons: convert::icons(p.icons, b)?,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,7 +2,9 @@
 //!
 //! Guest output is untrusted: every string and byte list is counted against the call's output
 //! budget before it is copied or encoded, and JSON text (structured content, `_meta`, schemas) is
-//! size-checked and then validated (objects where MCP wants objects) without being re-encoded.
+//! size-checked and then validated by `json::validate` (depth, syntax, lone surrogates, number
+//! range, objects where MCP wants objects) and kept as the guest wrote it, so anything passed on
+//! serializes: a result that would not is refused as malformed output naming the field.
 //! The values arrive already lifted out of the guest's memory, whose size the memory limit
 //! bounds; this module bounds what the host keeps and sends on.
 
@@ -12,6 +14,8 @@ use serde_json::value::RawValue;
 
 use super::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, tools as wt};
 use super::bindings::paddock::plugin::types as w;
+pub(crate) use super::json::JsonKind;
+use super::json::validate;
 use crate::plugin::PluginError;
 use crate::protocol::{
     Annotations, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json, PromptMessage,
@@ -58,24 +62,22 @@ impl Budget {
     }
 }
 
-/// Which JSON values a field accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JsonKind {
-    Object,
-    /// Any JSON value (for fields MCP does not restrict to objects).
-    #[cfg_attr(not(test), allow(dead_code))]
-    Any,
-}
+/// JSON in a result has no size cap of its own: the call's output budget, spent before the text
+/// is validated, bounds it.
+const RESULT_JSON_BYTES: usize = usize::MAX;
 
-/// Validates JSON text from the guest: within budget, well-formed, of the right kind.
-pub(crate) fn json(text: String, kind: JsonKind, what: &str, budget: &mut Budget) -> Result<Json, PluginError> {
+/// Validates JSON text from the guest: within budget and `max_bytes`, then `json::validate`.
+/// The error names the field (`what`), for example "structured content nests deeper than 64 levels".
+pub(crate) fn json(
+    text: String,
+    kind: JsonKind,
+    what: &str,
+    max_bytes: usize,
+    budget: &mut Budget,
+) -> Result<Json, PluginError> {
     budget.spend(text.len())?;
-    if kind == JsonKind::Object && !text.trim_start().starts_with('{') {
-        return Err(PluginError::MalformedOutput(format!("{what} must be a JSON object")));
-    }
-    let raw = RawValue::from_string(text)
-        .map_err(|e| PluginError::MalformedOutput(format!("{what} is not valid JSON: {e}")))?;
-    Ok(raw)
+    validate(&text, kind, max_bytes).map_err(|e| PluginError::MalformedOutput(format!("{what} {e}")))?;
+    RawValue::from_string(text).map_err(|e| PluginError::MalformedOutput(format!("{what} is not valid JSON: {e}")))
 }
 
 fn opt_json(
@@ -84,7 +86,7 @@ fn opt_json(
     what: &str,
     budget: &mut Budget,
 ) -> Result<Option<Json>, PluginError> {
-    text.map(|t| json(t, kind, what, budget)).transpose()
+    text.map(|t| json(t, kind, what, RESULT_JSON_BYTES, budget)).transpose()
 }
 
 pub(crate) fn role(role: w::Role) -> Role {
@@ -224,12 +226,50 @@ mod tests {
             panic!("not an image")
         };
         assert_eq!(data, "AAEC/w==");
-        assert!(json("{\"a\":1}".into(), JsonKind::Object, "x", &mut budget).is_ok());
-        assert!(matches!(json("[1]".into(), JsonKind::Object, "x", &mut budget), Err(PluginError::MalformedOutput(_))));
+        let max = usize::MAX;
+        assert!(json("{\"a\":1}".into(), JsonKind::Object, "x", max, &mut budget).is_ok());
+        assert!(matches!(json("[1]".into(), JsonKind::Object, "x", max, &mut budget), Err(PluginError::MalformedOutput(_))));
         assert!(matches!(
-            json("{nope".into(), JsonKind::Object, "x", &mut budget),
+            json("{nope".into(), JsonKind::Object, "x", max, &mut budget),
             Err(PluginError::MalformedOutput(_))
         ));
-        assert!(json("[1]".into(), JsonKind::Any, "x", &mut budget).is_ok());
+        assert!(json("[1]".into(), JsonKind::Any, "x", max, &mut budget).is_ok());
+    }
+
+    fn result(structured: Option<String>, meta: Option<String>) -> wt::CallResult {
+        wt::CallResult { content: vec![], structured_content: structured, is_error: false, meta }
+    }
+
+    #[test]
+    fn an_unserializable_call_result_is_malformed_output_naming_the_field() {
+        let deep = format!("{}{}", "{\"a\":".repeat(2000), "}".repeat(2000));
+        for (r, expected) in [
+            (result(Some(deep.clone()), None), "structured content nests deeper than 64 levels"),
+            (result(Some(r#"{"s":"\ud800"}"#.into()), None), "structured content has a lone surrogate escape `\\ud800`"),
+            (result(None, Some(deep)), "result `_meta` nests deeper than 64 levels"),
+            (result(None, Some(r#"{"n":1e400}"#.into())), "result `_meta` is not valid JSON: number out of range"),
+        ] {
+            match call_result(r, &mut Budget::new(1 << 20)) {
+                Err(PluginError::MalformedOutput(message)) => assert!(message.starts_with(expected), "{message}"),
+                other => panic!("expected malformed output, got {other:?}"),
+            }
+        }
+        let fine = call_result(result(Some(r#"{"s":"\ud83d\ude00"}"#.into()), None), &mut Budget::new(1 << 20)).expect("valid");
+        let line = serde_json::to_value(&fine).expect("serializes").to_string();
+        assert!(line.contains("😀"), "{line}");
+    }
+
+    #[test]
+    fn an_unserializable_resource_meta_is_malformed_output() {
+        let contents = w::ResourceContents {
+            uri: "x://y".into(),
+            mime_type: None,
+            body: w::ResourceBody::Text("t".into()),
+            meta: Some(r#"{"s":"\udfff"}"#.into()),
+        };
+        let Err(PluginError::MalformedOutput(message)) = resource_contents(contents, &mut Budget::new(1 << 20)) else {
+            panic!("a lone surrogate in `_meta` was accepted")
+        };
+        assert!(message.starts_with("resource `_meta` has a lone surrogate escape `\\udfff`"), "{message}");
     }
 }

@@ -16,6 +16,7 @@ mod convert;
 mod engine;
 mod host;
 mod http;
+mod json;
 mod loader;
 mod output;
 mod plugin;
@@ -29,7 +30,8 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 
 pub use cache::{CacheOutcome, default_cache_dir};
-pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_NAME, MAX_SCHEMA_BYTES};
+pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
+pub use json::MAX_JSON_DEPTH;
 pub use loader::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
 pub use plugin::WasmPlugin;
 pub use refusals::RefusalCounters;

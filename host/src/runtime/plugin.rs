@@ -128,7 +128,7 @@ impl WasmPlugin {
         };
         let declared =
             with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(|e| format!("reading its catalog failed: {e}"))?;
-        catalog::build(declared)
+        catalog::build(declared).map_err(|e| format!("plugin `{}` not loaded, its catalog is refused: {e}", self.id))
     }
 
     /// Admits a call through the plugin's and the global gate, then builds a fresh store and

@@ -1,5 +1,6 @@
-//! Runtime tests with real components: the fixture in `tests/plugins` run through
-//! `paddock::runtime` with grants, limits, the compiled-component cache and folder loading.
+//! Runtime tests with real components: the fixtures in `tests/plugins` run through
+//! `paddock::runtime` with grants, limits, the compiled-component cache, folder loading and
+//! hostile catalogs.
 //!
 //! Build the fixture first:
 //! `cargo build --release --target wasm32-wasip2 --manifest-path tests/plugins/Cargo.toml`.
@@ -8,6 +9,7 @@ mod budgets;
 #[cfg(unix)]
 mod cache;
 mod calls;
+mod catalogs;
 mod grants;
 mod loading;
 mod pinning;
@@ -29,7 +31,7 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
 }
 
-/// A fixture component from `tests/plugins/` (`fixture`, `other_world`).
+/// A fixture component from `tests/plugins/` (`fixture`, `other_world`, `bad_catalog`).
 pub fn fixture_wasm(name: &str) -> PathBuf {
     let path = repo_root().join("tests/plugins/target/wasm32-wasip2/release").join(format!("{name}.wasm"));
     assert!(
