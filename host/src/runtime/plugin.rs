@@ -214,6 +214,22 @@ fn call_finish<R>(
     if trap == Some(Trap::Interrupt) {
         return Err(PluginError::Timeout { ms: timeout.as_millis() as u64 });
     }
+    // Host-resource caps surface as traps: name them as the limits they are.
+    let resource = err.chain().find_map(|cause| {
+        if let Some(wasmtime::component::ResourceTableError::Full) = cause.downcast_ref() {
+            return Some("resource table entries");
+        }
+        if let Some(wasmtime_wasi_http::FieldMapError::TotalSizeTooBig | wasmtime_wasi_http::FieldMapError::TooManyFields) =
+            cause.downcast_ref()
+        {
+            return Some("http header bytes");
+        }
+        None
+    });
+    if let Some(what) = resource {
+        data.recorder.refuse(crate::policy::RefusalKind::Resources, what);
+        return Err(PluginError::Limit { limit: "resources" });
+    }
     if data.limiter.hit.load(Ordering::Acquire) {
         return Err(PluginError::Limit { limit: "memory" });
     }

@@ -40,8 +40,14 @@ const MAX_INSTANCES: usize = 64;
 /// Memories and tables one store may hold.
 const MAX_MEMORIES: usize = 16;
 const MAX_TABLES: usize = 64;
-/// Entries in the WASI resource table (open files, streams, pollables).
-const MAX_RESOURCES: usize = 10_000;
+/// Entries in the WASI resource table of one call (open files and directories, streams,
+/// pollables, wasi:http fields and bodies). Each open file is also a host descriptor, so this
+/// bounds the descriptors one call can hold; together with `HTTP_FIELDS_BYTES` it bounds the
+/// header memory one call can hold (10,000 entries of 128 KiB each once reached 1.3 GB).
+const MAX_RESOURCES: usize = 1024;
+/// In-memory bytes of one wasi:http `fields` resource (headers or trailers); wasi:http's own
+/// default is 128 KiB.
+const HTTP_FIELDS_BYTES: usize = 32 << 10;
 
 /// Why a plugin's sandbox could not be prepared at load.
 #[derive(Debug, thiserror::Error)]
@@ -162,7 +168,11 @@ impl HostState {
         table.set_max_capacity(MAX_RESOURCES);
         Ok(HostState {
             wasi: b.build(),
-            http: WasiHttpCtx::new(),
+            http: {
+                let mut http = WasiHttpCtx::new();
+                http.set_field_size_limit(HTTP_FIELDS_BYTES);
+                http
+            },
             table,
             hooks: HttpPolicy { recorder: recorder.clone(), rules: sandbox.rules.clone() },
             limiter: MemoryLimiter::new(grant.limits.memory, recorder.clone()),

@@ -82,3 +82,20 @@ async fn memory_and_output_refusals_are_counted() {
     assert_eq!(err, PluginError::Limit { limit: "output" });
     assert_eq!(plugin.refusals().count(RefusalKind::Output), 1);
 }
+
+#[tokio::test]
+async fn http_header_memory_and_resource_entries_are_bounded_per_call() {
+    let rt = runtime();
+    let plugin = load(&rt, "fixture", Grant::default()).await;
+    // 10,000 header sets held at once once took over a gigabyte of host memory for one call:
+    // the entry cap stops it.
+    let err = call(&plugin, "fields_bomb", json!({"count": 10_000, "bytes": 1024})).await.expect_err("stopped");
+    assert_eq!(err, PluginError::Limit { limit: "resources" });
+    assert_eq!(plugin.refusals().count(RefusalKind::Resources), 1);
+    // One header set past its byte cap (128 KiB was wasi:http's default) is stopped too.
+    let err = call(&plugin, "fields_bomb", json!({"count": 1, "bytes": 65_536})).await.expect_err("stopped");
+    assert_eq!(err, PluginError::Limit { limit: "resources" });
+    assert_eq!(plugin.refusals().count(RefusalKind::Resources), 2);
+    // The permitted twin: small headers in ordinary numbers are fine, and the plugin still works.
+    assert_eq!(ok_text(call(&plugin, "fields_bomb", json!({"count": 100, "bytes": 16_384})).await), "kept 100 fields, 0 values refused");
+}
