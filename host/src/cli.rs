@@ -195,10 +195,10 @@ async fn serve(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         tracing::warn!("{problem}");
     }
     for problem in &loaded.report.problems {
-        tracing::error!("plugin not loaded: {problem}");
+        tracing::error!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
     }
     for error in &loaded.router_errors {
-        tracing::error!("{error}");
+        tracing::error!("{}", crate::escape::Escaped(&error.to_string()));
     }
     let router = Arc::new(loaded.router);
     tracing::info!(
@@ -266,7 +266,7 @@ async fn call(plugins_dir: &Path, tool: &str, args: &str, common: &CommonArgs) -
     }
     let loaded = load(plugins_dir, common).await?;
     for problem in &loaded.report.problems {
-        tracing::warn!("plugin not loaded: {problem}");
+        tracing::warn!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
     }
     let cx = crate::plugin::CallContext::detached("cli");
     match loaded.router.call_tool(tool, &arguments.to_string(), &cx).await {

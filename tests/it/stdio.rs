@@ -95,6 +95,7 @@ async fn stderr_of(tool: &str, arguments: serde_json::Value, log: &str, extra: &
 async fn plugin_text_cannot_forge_log_records_or_reach_the_terminal() {
     let log = stderr_of("fixture_log_forge", json!({}), "debug", &[], "").await;
     assert!(log.contains("victim"), "the plugin's text was logged (escaped): {log}");
+    assert!(log.contains("tool call failed"), "the failure reason was logged (escaped): {log}");
     for line in log.lines() {
         assert!(!line.starts_with("2026-01-01T00:00:00.000000Z"), "a forged record: {line:?}");
         assert!(!line.starts_with("WARN forged"), "a forged record: {line:?}");

@@ -109,7 +109,7 @@ pub(super) async fn serve_plugin(router: &Router, method: &str, params: Option<&
                 Err(RouteError::Plugin { plugin, error }) => match error {
                     PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),
                     other => {
-                        tracing::warn!(%plugin, tool = name, error = %other, "tool call failed");
+                        tracing::warn!(%plugin, tool = name, error = %crate::escape::Escaped(&other.to_string()), "tool call failed");
                         to_json(&CallToolResult::error(other.to_string()))
                     }
                 },
@@ -194,7 +194,7 @@ fn route_error(error: RouteError, era: Era) -> ErrorObject {
             PluginError::NotFound(what) => ErrorObject::new(INVALID_PARAMS, format!("not found: {what}")),
             PluginError::InvalidParams(why) => ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}")),
             other => {
-                tracing::warn!(%plugin, error = %other, "plugin request failed");
+                tracing::warn!(%plugin, error = %crate::escape::Escaped(&other.to_string()), "plugin request failed");
                 ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {other}"))
             }
         },
