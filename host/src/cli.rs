@@ -240,6 +240,11 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         router.resource_templates().len(),
         router.prompts().len()
     );
+    for plugin in &loaded.report.plugins {
+        for line in crate::inspect_report::secret_lines(&plugin.grant) {
+            println!("plugin `{}`: secret {line}, read at load", plugin.id);
+        }
+    }
     if problems == 0 {
         Ok(ExitCode::SUCCESS)
     } else {

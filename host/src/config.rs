@@ -11,6 +11,8 @@
 //! - `files = [{ host = "./data", guest = "/data", mode = "ro" | "rw" }]` (mode defaults to `ro`);
 //! - `env = { NAME = "value" }`;
 //! - `network = ["http://127.0.0.1:*", "https://*.example.com"]` (see `policy::OutboundRules`);
+//! - `secrets = [{ target = "https://api.example.com", header = "Authorization", from_env = "TOKEN", prefix = "Bearer " }]`
+//!   (or `from_file`; see `secrets`);
 //! - `limits = { memory = "64MiB", timeout = "10s", concurrency = 8, output = "1MiB" }`;
 //! - `expose = { prefix = "name" }` (`""` for no prefix; default: the plugin id).
 //!
@@ -18,6 +20,7 @@
 //! with its file, key and a fix. This module reads files and checks that granted host
 //! directories exist; it does not know wasmtime.
 
+mod secrets;
 mod values;
 
 use std::collections::BTreeMap;

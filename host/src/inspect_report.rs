@@ -55,7 +55,7 @@ pub fn render(id: &str, inspection: &Inspection, grant: Option<&Grant>) -> Strin
         }
         Some(grant) => {
             let patterns = grant.network.patterns();
-            if grant.files.is_empty() && grant.env.is_empty() && patterns.is_empty() {
+            if grant.files.is_empty() && grant.env.is_empty() && patterns.is_empty() && grant.secrets.is_empty() {
                 let _ = writeln!(out, "  nothing (deny by default)");
             }
             for file in &grant.files {
@@ -67,6 +67,9 @@ pub fn render(id: &str, inspection: &Inspection, grant: Option<&Grant>) -> Strin
             }
             for name in grant.env.keys() {
                 let _ = writeln!(out, "  env      {name}");
+            }
+            for line in secret_lines(grant) {
+                let _ = writeln!(out, "  secret   {line}");
             }
             let limits = &grant.limits;
             let _ = writeln!(
@@ -94,4 +97,10 @@ pub fn render(id: &str, inspection: &Inspection, grant: Option<&Grant>) -> Strin
         }
     }
     out
+}
+
+/// One line per configured secret: header, target and where the value comes from, never the
+/// value itself.
+pub fn secret_lines(grant: &crate::policy::Grant) -> Vec<String> {
+    grant.secrets.iter().map(|s| format!("{} for {} (from {})", s.header, s.target, s.source)).collect()
 }

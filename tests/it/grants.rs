@@ -170,3 +170,71 @@ async fn ungranted_env_var_is_invisible() {
         assert!(!hidden.to_string().contains('/'), "{name} leaked: {hidden}");
     }
 }
+
+/// A loopback HTTP server that answers every request with 200 and, as the body, the request
+/// head it received: what reached the wire, headers included.
+async fn echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let reply = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", head.len());
+                let _ = socket.write_all(reply.as_bytes()).await;
+                let _ = socket.write_all(&head).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_secret_reaches_its_target_only_never_a_redirect_and_never_the_log() {
+    const TOKEN: &str = "tok-7f3a9c-never-logged";
+    let with_secret = echo_server().await;
+    let elsewhere = echo_server().await;
+    let redirector = redirect_server(format!("http://127.0.0.1:{}/landing", elsewhere.port())).await;
+    let token = tempfile::tempdir().expect("token dir");
+    std::fs::write(token.path().join("token"), format!("{TOKEN}\n")).expect("write token");
+    let token_file = token.path().join("token");
+    let grant = format!(
+        "network = [\"http://127.0.0.1:{a}\", \"http://127.0.0.1:{b}\", \"http://127.0.0.1:{r}\"]\nsecrets = [\n  {{ target = \"http://127.0.0.1:{a}\", header = \"Authorization\", from_file = {file:?}, prefix = \"Bearer \", allow_http = true }},\n  {{ target = \"http://127.0.0.1:{r}\", header = \"Authorization\", from_file = {file:?}, prefix = \"Bearer \", allow_http = true }},\n]\n",
+        a = with_secret.port(),
+        b = elsewhere.port(),
+        r = redirector.port(),
+        file = token_file,
+    );
+    let plugins = PluginDir::new().add("fetch", &sample_wasm("fetch")).write("fetch.toml", grant);
+
+    let dir = plugins.path().to_str().expect("utf-8");
+    let (code, stdout, stderr) = paddock_tests::run_paddock(&["check", dir]).await.expect("run check");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("secret authorization for http://127.0.0.1:{}", with_secret.port())), "{stdout}");
+    assert!(!stdout.contains(TOKEN) && !stderr.contains(TOKEN), "{stdout}{stderr}");
+
+    let mut host = StdioHost::start_logging(plugins.path(), &["--log-format", "json"], "debug", std::process::Stdio::piped()).expect("start");
+    let mut log = host.take_stderr().expect("stderr");
+    let log_text = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = log.read_to_string(&mut text).await;
+        text
+    });
+    host.initialize("2025-11-25").await.expect("initialize");
+    let direct = host.call_tool("fetch_get", json!({"url": format!("http://127.0.0.1:{}/", with_secret.port())})).await.expect("call");
+    assert!(direct.to_string().to_lowercase().contains(&format!("authorization: bearer {TOKEN}")), "{direct}");
+    let redirected = host.call_tool("fetch_get", json!({"url": format!("http://127.0.0.1:{}/", redirector.port())})).await.expect("call");
+    assert!(redirected.to_string().contains("GET /landing"), "the redirect was followed: {redirected}");
+    assert!(!redirected.to_string().to_lowercase().contains("authorization"), "{redirected}");
+    host.close_within(paddock_tests::WAIT).await.expect("exit");
+    let log_text = tokio::time::timeout(paddock_tests::WAIT, log_text).await.expect("log read in time").expect("log task");
+    assert!(log_text.contains("\"plugin\":\"fetch\""), "the log was captured: {log_text}");
+    assert!(!log_text.contains(TOKEN), "{log_text}");
+}

@@ -124,3 +124,41 @@ fn explicit_config_file_must_exist() {
     let config = Config::load(dir.path(), Some(Path::new("/definitely/missing.toml")));
     assert_eq!(config.global_errors().count(), 1);
 }
+
+#[test]
+fn secrets_name_a_granted_target_and_a_source_never_a_value() {
+    let dir = folder(&[
+        ("a.wasm", ""),
+        (
+            "a.toml",
+            "network = [\"https://api.example.com\", \"http://127.0.0.1:8080\"]\nsecrets = [\n  { target = \"https://api.example.com\", header = \"Authorization\", from_env = \"API_TOKEN\", prefix = \"Bearer \" },\n  { target = \"http://127.0.0.1:8080\", header = \"X-Key\", from_file = \"key.txt\", allow_http = true },\n]\n",
+        ),
+    ]);
+    let config = Config::load(dir.path(), None);
+    assert!(config.problems().is_empty(), "{:?}", config.problems());
+    let secrets = config.grant("a").expect("grant").secrets;
+    assert_eq!(secrets.len(), 2);
+    assert_eq!(secrets[0].target, Target::new("https", "api.example.com", 443));
+    assert_eq!(secrets[0].header, "authorization");
+    assert_eq!(secrets[0].source, crate::policy::SecretSource::Env("API_TOKEN".into()));
+    assert_eq!(secrets[0].prefix, "Bearer ");
+    assert_eq!(secrets[1].source, crate::policy::SecretSource::File(dir.path().join("key.txt")));
+}
+
+#[test]
+fn every_bad_secret_is_reported_with_its_fix() {
+    let dir = folder(&[
+        ("a.wasm", ""),
+        (
+            "a.toml",
+            "network = [\"https://api.example.com\", \"http://plain.example\", \"https://*.wild.example\"]\nsecrets = [\n  { target = \"https://other.example\", header = \"Authorization\", from_env = \"T\" },\n  { target = \"http://plain.example\", header = \"Authorization\", from_env = \"T\" },\n  { target = \"https://*.wild.example\", header = \"Authorization\", from_env = \"T\" },\n  { target = \"https://api.example.com\", header = \"Host\", from_env = \"T\" },\n  { target = \"https://api.example.com\", header = \"X-Key\" },\n  { target = \"https://api.example.com\", header = \"X-Key\", from_env = \"T\", from_file = \"t\" },\n  { target = \"https://api.example.com\", header = \"X-Key\", from_env = \"T\", value = \"inline\" },\n]\n",
+        ),
+    ]);
+    let config = Config::load(dir.path(), None);
+    let messages: Vec<String> = config.problems().iter().map(|p| p.to_string()).collect();
+    assert_eq!(messages.len(), 7, "{messages:#?}");
+    for expected in ["not allowed by this plugin's `network`", "plain http", "wildcard", "not a credential header", "neither", "both", "unknown key"] {
+        assert!(messages.iter().any(|m| m.contains(expected)), "no problem mentions `{expected}`: {messages:#?}");
+    }
+    assert!(config.grant("a").is_err());
+}

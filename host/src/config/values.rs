@@ -1,5 +1,5 @@
 //! Validation of each key of a plugin's configuration table into the `Grant`, collecting every
-//! problem: files, env, network, limits, expose; sizes (`64MiB`) and durations (`10s`).
+//! problem: files, env, network, limits, expose (secrets live in `secrets`); sizes (`64MiB`) and durations (`10s`).
 
 use std::path::{Component, Path};
 use std::time::Duration;
@@ -16,7 +16,7 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn error(&mut self, key: &str, message: impl Into<String>, fix: impl Into<String>) {
+    pub(super) fn error(&mut self, key: &str, message: impl Into<String>, fix: impl Into<String>) {
         self.problems.push(ConfigError {
             file: self.file.to_path_buf(),
             key: key.to_owned(),
@@ -28,7 +28,7 @@ impl Ctx<'_> {
     }
 }
 
-const KNOWN_KEYS: &str = "files, env, network, limits, expose";
+const KNOWN_KEYS: &str = "files, env, network, secrets, limits, expose";
 
 /// Applies one key of a plugin's table to `grant`; `path` is the key as shown in messages.
 pub(super) fn apply(cx: &mut Ctx<'_>, grant: &mut Grant, key: &str, path: &str, value: Value) {
@@ -38,9 +38,7 @@ pub(super) fn apply(cx: &mut Ctx<'_>, grant: &mut Grant, key: &str, path: &str, 
         "network" => network(cx, grant, path, value),
         "limits" => limits(cx, grant, path, value),
         "expose" => expose(cx, grant, path, value),
-        "secrets" => {
-            cx.error(path, "secrets are not supported yet", "remove the key; pass the value with `env` meanwhile")
-        }
+        "secrets" => super::secrets::secrets(cx, grant, path, value),
         _ => cx.error(path, "unknown key", format!("remove it; known keys are {KNOWN_KEYS}")),
     }
 }

@@ -27,12 +27,14 @@ pub enum Protected {
     ConfigFile(PathBuf),
     /// The compiled-plugin cache (native code and the key that vouches for it).
     Cache(PathBuf),
+    /// A file a secret is read from: no plugin may read it, even through a read-only grant.
+    SecretFile(PathBuf),
 }
 
 impl Protected {
     fn path(&self) -> &Path {
         match self {
-            Protected::PluginsFolder(p) | Protected::ConfigFile(p) | Protected::Cache(p) => p,
+            Protected::PluginsFolder(p) | Protected::ConfigFile(p) | Protected::Cache(p) | Protected::SecretFile(p) => p,
         }
     }
 
@@ -41,6 +43,7 @@ impl Protected {
             Protected::PluginsFolder(p) => format!("the plugins folder {}", p.display()),
             Protected::ConfigFile(p) => format!("the config file {}", p.display()),
             Protected::Cache(p) => format!("the compiled-plugin cache {}", p.display()),
+            Protected::SecretFile(p) => format!("the secret file {}", p.display()),
         }
     }
 }
@@ -75,12 +78,13 @@ pub fn check_file_grants(grants: &[GrantRef<'_>], protected: &[Protected]) -> Ve
         }
         for p in protected {
             let refused = match p {
-                Protected::Cache(cache) => overlaps(&a.grant.host, cache),
+                Protected::Cache(path) | Protected::SecretFile(path) => overlaps(&a.grant.host, path),
                 _ => a.grant.mode == FsMode::ReadWrite && p.path().starts_with(&a.grant.host),
             };
             if refused {
                 let fix = match p {
                     Protected::Cache(_) => "grant a directory outside the cache, or move the cache (PADDOCK_CACHE_DIR or --cache-dir)",
+                    Protected::SecretFile(_) => "keep secret files outside every granted directory",
                     _ => "grant a narrower directory, or make it read-only",
                 };
                 conflicts.push(GrantConflict {

@@ -5,6 +5,7 @@
 //! the default grant can compute, log and call the host, and nothing else. The config module
 //! builds grants from operator files; the runtime installs them into WASI and wasmtime.
 
+mod address;
 mod files;
 mod network;
 mod refusal;
@@ -13,8 +14,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use address::{SpecialUse, canonical as canonical_ip, special_use};
 pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
-pub use network::{OutboundRules, Target};
+pub use network::{OutboundRules, Target, parse_exact_target};
 pub use refusal::RefusalKind;
 
 /// Everything one plugin is allowed to use.
@@ -26,6 +28,8 @@ pub struct Grant {
     pub env: BTreeMap<String, String>,
     /// Outgoing HTTP targets (wasi:http).
     pub network: OutboundRules,
+    /// Credentials the host adds to requests for one target; the plugin never sees them.
+    pub secrets: Vec<SecretGrant>,
     /// Resource limits of each call.
     pub limits: Limits,
     /// The prefix of the plugin's exposed names: `None` means the default (the plugin id),
@@ -41,6 +45,38 @@ pub struct FsGrant {
     /// The absolute path the plugin sees, for example `/data`.
     pub guest: String,
     pub mode: FsMode,
+}
+
+/// A header the host adds to a plugin's outgoing requests for exactly one target. The grant
+/// holds where the value comes from, never the value: it is read when the plugin is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretGrant {
+    /// The scheme, host and port the header is sent to (and nothing else, redirects included).
+    pub target: Target,
+    /// The header name, lowercase (for example `authorization`).
+    pub header: String,
+    /// Where the value is read from.
+    pub source: SecretSource,
+    /// Text put before the value (for example `Bearer `).
+    pub prefix: String,
+}
+
+/// Where a secret's value is read from, in the host's environment or file system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretSource {
+    /// An environment variable of the host process.
+    Env(String),
+    /// A file (one trailing newline is dropped).
+    File(PathBuf),
+}
+
+impl std::fmt::Display for SecretSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretSource::Env(name) => write!(f, "env {name}"),
+            SecretSource::File(path) => write!(f, "file {}", path.display()),
+        }
+    }
 }
 
 /// Whether a preopened directory may be written.

@@ -3,10 +3,19 @@
 //! Scheme, host and port all count. A pattern without a port means the scheme's default port
 //! (80 for http, 443 for https); `:*` means any port. `*.example.com` matches any subdomain of
 //! `example.com` but neither `example.com` itself nor `evil-example.com`. An IP literal target
-//! only matches a pattern that names that literal (a wildcard never matches an IP).
+//! only matches a pattern that names that literal or a range containing it (`10.0.0.0/8`,
+//! `[fd00::/8]`); a wildcard never matches an IP.
+//!
+//! Matching the name is half the check: `vet_address` judges each address the name resolved
+//! to. A special-use address (loopback, private, link-local, metadata, see `address`) is only
+//! reached when a rule for that scheme and port names it (an IP literal or range, or `localhost`
+//! for loopback).
 
 use std::net::{IpAddr, Ipv6Addr};
 
+use ipnet::IpNet;
+
+use super::address::{SpecialUse, canonical, net_contains, special_use};
 use super::{Decision, PolicyError};
 
 /// The parsed outgoing HTTP allow-list of one plugin. Empty by default: nothing is allowed.
@@ -56,6 +65,8 @@ enum HostPattern {
     Exact(String),
     /// An IP literal, exactly.
     Ip(IpAddr),
+    /// Any IP literal in this range.
+    Range(IpNet),
     /// Any strict subdomain of this name.
     Subdomains(String),
 }
@@ -83,6 +94,8 @@ impl OutboundRules {
                     HostPattern::Exact(name) => name.clone(),
                     HostPattern::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
                     HostPattern::Ip(ip) => ip.to_string(),
+                    HostPattern::Range(IpNet::V6(net)) => format!("[{net}]"),
+                    HostPattern::Range(net) => net.to_string(),
                     HostPattern::Subdomains(name) => format!("*.{name}"),
                 };
                 match rule.port {
@@ -102,6 +115,28 @@ impl OutboundRules {
     pub fn check(&self, target: &Target) -> Decision {
         if self.rules.iter().any(|rule| rule.matches(target)) { Decision::Allow } else { Decision::Deny }
     }
+
+    /// Whether `ip`, one of the addresses `target` resolved to, may be dialled: an ordinary
+    /// internet address may; a special-use one only when a rule for the target's scheme and port
+    /// names it (its IP literal, a range containing it, or `localhost` for a loopback address
+    /// of the target `localhost`). The error says what the address is.
+    pub fn vet_address(&self, target: &Target, ip: IpAddr) -> Result<(), SpecialUse> {
+        match special_use(ip) {
+            Some(why) if !self.names_address(target, ip) => Err(why),
+            _ => Ok(()),
+        }
+    }
+
+    fn names_address(&self, target: &Target, ip: IpAddr) -> bool {
+        self.rules.iter().filter(|rule| rule.scheme == target.scheme && rule.port.is_none_or(|p| p == target.port)).any(
+            |rule| match &rule.host {
+                HostPattern::Ip(named) => canonical(*named) == canonical(ip),
+                HostPattern::Range(net) => net_contains(net, ip),
+                HostPattern::Exact(name) => name == "localhost" && target.host == "localhost" && canonical(ip).is_loopback(),
+                HostPattern::Subdomains(_) => false,
+            },
+        )
+    }
 }
 
 impl Rule {
@@ -114,7 +149,8 @@ impl Rule {
         }
         let target_ip = target.host.parse::<IpAddr>().ok();
         match (&self.host, target_ip) {
-            (HostPattern::Ip(ip), Some(target_ip)) => *ip == target_ip,
+            (HostPattern::Ip(ip), Some(target_ip)) => canonical(*ip) == canonical(target_ip),
+            (HostPattern::Range(net), Some(target_ip)) => net_contains(net, target_ip),
             (HostPattern::Exact(name), None) => *name == target.host,
             (HostPattern::Subdomains(suffix), None) => {
                 target.host.len() > suffix.len() + 1
@@ -124,6 +160,19 @@ impl Rule {
             _ => false,
         }
     }
+}
+
+/// Parses one exact target, `scheme://host[:port]` (no wildcard, no `:*`, no range), as a
+/// secret names it.
+pub fn parse_exact_target(text: &str) -> Result<Target, String> {
+    let rule = parse_rule(text)?;
+    let port = rule.port.ok_or("name one port (`:*` is not allowed here)")?;
+    let host = match rule.host {
+        HostPattern::Exact(name) => name,
+        HostPattern::Ip(ip) => ip.to_string(),
+        HostPattern::Subdomains(_) | HostPattern::Range(_) => return Err("name one host (no `*.` wildcard or IP range)".to_owned()),
+    };
+    Ok(Target::new(&rule.scheme, &host, port))
 }
 
 fn default_port(scheme: &str) -> u16 {
@@ -138,10 +187,14 @@ fn parse_rule(pattern: &str) -> Result<Rule, String> {
         return Err(format!("scheme `{scheme}` is not supported: use `http` or `https`"));
     }
     let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.contains(['/', '?', '#', '@']) {
-        return Err("only `scheme://host[:port]` is allowed: no path, query or user info".to_owned());
+    const ONLY_AUTHORITY: &str = "only `scheme://host[:port]` is allowed: no path, query or user info";
+    if rest.contains(['?', '#', '@']) {
+        return Err(ONLY_AUTHORITY.to_owned());
     }
     let (host, port) = split_host_port(rest)?;
+    if host.contains('/') && parse_range(host).is_none() {
+        return Err(ONLY_AUTHORITY.to_owned());
+    }
     let port = match port {
         None => Some(default_port(&scheme)),
         Some("*") => None,
@@ -156,7 +209,10 @@ fn parse_rule(pattern: &str) -> Result<Rule, String> {
     if host.is_empty() {
         return Err("the host is missing".to_owned());
     }
-    let host = if let Some(suffix) = host.strip_prefix("*.") {
+    let host = if let Some(range) = parse_range(&host) {
+        let net = range?;
+        HostPattern::Range(net)
+    } else if let Some(suffix) = host.strip_prefix("*.") {
         check_name(suffix)?;
         HostPattern::Subdomains(suffix.to_owned())
     } else if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
@@ -168,6 +224,18 @@ fn parse_rule(pattern: &str) -> Result<Rule, String> {
         HostPattern::Exact(host)
     };
     Ok(Rule { scheme, host, port })
+}
+
+/// A CIDR range host (`10.0.0.0/8`, `[fd00::/8]`): `None` when `host` is not written as one.
+fn parse_range(host: &str) -> Option<Result<IpNet, String>> {
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let (addr, _) = bare.split_once('/')?;
+    addr.parse::<IpAddr>().ok()?;
+    Some(match bare.parse::<IpNet>() {
+        Ok(net) if net.trunc() == net => Ok(net),
+        Ok(net) => Err(format!("`{net}` has host bits set: write `{}`", net.trunc())),
+        Err(_) => Err(format!("`{bare}` is not an IP range (write it as `10.0.0.0/8` or `[fd00::/8]`)")),
+    })
 }
 
 fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), String> {

@@ -1,34 +1,63 @@
-//! The wasi:http request hook that enforces a plugin's network grant.
+//! The wasi:http request hook: enforces a plugin's network grant and adds its secrets.
 //!
-//! Every outgoing request is checked against `policy::OutboundRules` (scheme, host and port)
-//! before anything connects; a refused request gets `ErrorCode::HttpRequestDenied` and a `warn`
-//! record with the plugin and the target. Redirects: `default_send_request` never follows them
-//! (it sends exactly one request over one connection and hands back whatever status arrives), so
-//! a guest that follows a 3xx does so with a new `outgoing-handler.handle` call, which comes
-//! through this hook and is checked again.
+//! Every outgoing request is checked before anything connects: a URL with user info is
+//! refused; the scheme, host and port must match `policy::OutboundRules`; the name is then
+//! resolved and every address vetted by `egress::Egress`, which dials only a vetted address. A
+//! refused request gets `HttpRequestDenied` (or `DestinationIpProhibited` for an address) and a
+//! recorded refusal with the plugin and the target.
 //!
-//! Timeouts: wasi:http defaults to 600 s for connect, first byte and between bytes; they are
-//! capped here (the call's own deadline still applies on top).
+//! Secrets: after the checks, the host sets each secret header granted for exactly this target
+//! (scheme, host and port), replacing any header of that name the plugin set. The plugin handed
+//! the request over before this, so it never sees the value. Redirects are never followed here
+//! (one request, one connection, whatever status arrives), so a redirect to another origin is a
+//! new request from the guest, checked again, and gets that origin's secrets: none.
+//!
+//! Bounds per call: `MAX_REQUESTS_IN_FLIGHT` requests at once (a request counts until its
+//! response body is finished or dropped), and response bodies charged to the call's
+//! `ResponseBudget`. Timeouts: wasi:http defaults to 600 s for connect, first byte and between
+//! bytes; they are capped here (the call's own deadline still applies on top).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::BodyExt;
+use tokio::sync::Semaphore;
 use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::egress::{Charge, Egress, ResponseBudget, Timeouts};
 use super::refusals::Recorder;
 use crate::policy::{OutboundRules, RefusalKind, Target};
 
-/// Longest wait for a connection.
+/// Longest wait for a connection (all vetted addresses together), and for the TLS and HTTP
+/// handshakes after it.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait for the first byte, and between two bytes, of a response.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Outgoing requests one call may have open at once: each holds a host socket.
+pub(crate) const MAX_REQUESTS_IN_FLIGHT: usize = 16;
 
-/// The per-call hook state: which plugin, and what it may reach.
+/// A header the host adds to requests for one target. `Debug` never shows the value.
+#[derive(Clone)]
+pub(crate) struct InjectedSecret {
+    pub(crate) target: Target,
+    pub(crate) header: http::HeaderName,
+    pub(crate) value: http::HeaderValue,
+}
+
+impl std::fmt::Debug for InjectedSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InjectedSecret").field("target", &self.target).field("header", &self.header).finish_non_exhaustive()
+    }
+}
+
+/// The per-call hook state: which plugin, what it may reach, and what it may spend.
 pub(crate) struct HttpPolicy {
     /// Where refusals are recorded (plugin, request, operation).
     pub(crate) recorder: Recorder,
     pub(crate) rules: Arc<OutboundRules>,
+    pub(crate) secrets: Arc<[InjectedSecret]>,
+    pub(crate) egress: Egress,
+    pub(crate) in_flight: Arc<Semaphore>,
+    pub(crate) budget: Arc<ResponseBudget>,
 }
 
 type ResponseFuture = Box<
@@ -40,6 +69,17 @@ type ResponseFuture = Box<
         > + Send,
 >;
 
+/// Why a request is refused before anything is resolved.
+#[derive(Debug, PartialEq, Eq)]
+enum Refused {
+    /// The URL carries `user:password@`.
+    UserInfo,
+    /// No scheme or no host.
+    NoTarget,
+    /// Not in the grant.
+    NotGranted(Target),
+}
+
 impl HttpPolicy {
     /// The target of a request URI, when it has a scheme and a host.
     fn target(uri: &http::Uri) -> Option<Target> {
@@ -48,37 +88,62 @@ impl HttpPolicy {
         let port = uri.port_u16().unwrap_or(if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 });
         Some(Target::new(scheme, host, port))
     }
+
+    /// The target `uri` may be sent to, or why not.
+    fn admit(&self, uri: &http::Uri) -> Result<Target, Refused> {
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(Refused::UserInfo);
+        }
+        let target = HttpPolicy::target(uri).ok_or(Refused::NoTarget)?;
+        if self.rules.check(&target).is_allowed() { Ok(target) } else { Err(Refused::NotGranted(target)) }
+    }
+}
+
+fn denied(error: wasmtime_wasi_http::Error) -> ResponseFuture {
+    Box::new(async move { Err(error) })
 }
 
 impl WasiHttpHooks for HttpPolicy {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
     ) -> ResponseFuture {
-        let target = HttpPolicy::target(request.uri());
-        let allowed = target.as_ref().is_some_and(|t| self.rules.check(t).is_allowed());
-        if !allowed {
-            let shown = target.map(|t| t.to_string()).unwrap_or_else(|| request.uri().to_string());
-            self.recorder.refuse(RefusalKind::Network, &shown);
-            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        let target = match self.admit(request.uri()) {
+            Ok(target) => target,
+            Err(refused) => {
+                let shown = match refused {
+                    Refused::UserInfo => format!("{} (user info in the URL)", request.uri()),
+                    Refused::NoTarget => request.uri().to_string(),
+                    Refused::NotGranted(target) => target.to_string(),
+                };
+                self.recorder.refuse(RefusalKind::Network, &shown);
+                return denied(wasmtime_wasi_http::Error::HttpRequestDenied);
+            }
+        };
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            self.recorder.refuse(RefusalKind::Resources, &format!("outgoing requests in flight (limit {MAX_REQUESTS_IN_FLIGHT})"));
+            return denied(wasmtime_wasi_http::Error::ConnectionLimitReached);
+        };
+        for secret in self.secrets.iter().filter(|s| s.target == target) {
+            request.headers_mut().insert(secret.header.clone(), secret.value.clone());
         }
-        let options = cap_timeouts(options);
-        Box::new(async move {
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
-            Ok((response.map(BodyExt::boxed_unsync), Box::new(io) as Box<dyn Future<Output = _> + Send>))
-        })
+        let timeouts = cap_timeouts(options);
+        let charge = Charge { recorder: self.recorder.clone(), budget: self.budget.clone(), _permit: permit };
+        let egress = self.egress.clone();
+        let rules = self.rules.clone();
+        Box::new(async move { egress.send(&target, &rules, request, timeouts, charge).await })
     }
 }
 
-fn cap_timeouts(options: Option<RequestOptions>) -> RequestOptions {
+fn cap_timeouts(options: Option<RequestOptions>) -> Timeouts {
     let options = options.unwrap_or_default();
-    let cap = |asked: Option<Duration>, max: Duration| Some(asked.map_or(max, |d| d.min(max)));
-    RequestOptions {
-        connect_timeout: cap(options.connect_timeout, CONNECT_TIMEOUT),
-        first_byte_timeout: cap(options.first_byte_timeout, READ_TIMEOUT),
-        between_bytes_timeout: cap(options.between_bytes_timeout, READ_TIMEOUT),
+    let cap = |asked: Option<Duration>, max: Duration| asked.map_or(max, |d| d.min(max));
+    Timeouts {
+        connect: cap(options.connect_timeout, CONNECT_TIMEOUT),
+        first_byte: cap(options.first_byte_timeout, READ_TIMEOUT),
+        between_bytes: cap(options.between_bytes_timeout, READ_TIMEOUT),
     }
 }
 
@@ -93,9 +158,9 @@ mod tests {
             first_byte_timeout: Some(Duration::from_secs(1)),
             between_bytes_timeout: None,
         }));
-        assert_eq!(capped.connect_timeout, Some(CONNECT_TIMEOUT));
-        assert_eq!(capped.first_byte_timeout, Some(Duration::from_secs(1)));
-        assert_eq!(capped.between_bytes_timeout, Some(READ_TIMEOUT));
+        assert_eq!(capped.connect, CONNECT_TIMEOUT);
+        assert_eq!(capped.first_byte, Duration::from_secs(1));
+        assert_eq!(capped.between_bytes, READ_TIMEOUT);
     }
 
     #[test]

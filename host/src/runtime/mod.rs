@@ -13,6 +13,7 @@ mod bindings;
 mod cache;
 mod catalog;
 mod convert;
+mod egress;
 mod engine;
 mod host;
 mod http;
@@ -30,6 +31,7 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 
 pub use cache::{CacheOutcome, default_cache_dir};
+pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
 pub use json::MAX_JSON_DEPTH;
 pub use loader::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
@@ -50,6 +52,8 @@ pub struct RuntimeOptions {
     pub max_instances: u32,
     /// The largest memory limit any plugin may be granted, in bytes (sizes the pool's slots).
     pub max_memory: u64,
+    /// How outgoing names are resolved; `None` uses the system resolver.
+    pub resolver: Option<Arc<dyn Resolve>>,
 }
 
 impl Default for RuntimeOptions {
@@ -61,6 +65,7 @@ impl Default for RuntimeOptions {
             pooling: true,
             max_instances: 1000,
             max_memory: crate::policy::Limits::DEFAULT_MEMORY,
+            resolver: None,
         }
     }
 }
@@ -80,6 +85,7 @@ pub struct Runtime {
     global: Arc<Semaphore>,
     pooling: bool,
     max_memory: u64,
+    egress: egress::Egress,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -97,6 +103,8 @@ impl Runtime {
     /// runtime compiles without a cache.
     pub fn new(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
         let options = RuntimeOptions { max_memory: options.max_memory.max(1 << 20), ..options };
+        let resolver = options.resolver.clone().unwrap_or_else(|| Arc::new(SystemResolver));
+        let egress = egress::Egress::new(resolver);
         let (engine, pooling) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         engine::start_ticker(&engine);
         let cache = if options.no_cache {
@@ -117,7 +125,7 @@ impl Runtime {
             }
         };
         let global = Arc::new(Semaphore::new(options.max_instances.max(1) as usize));
-        Ok(Runtime { engine, cache, global, pooling, max_memory: options.max_memory })
+        Ok(Runtime { engine, cache, global, pooling, max_memory: options.max_memory, egress })
     }
 
     /// The compiled-plugin cache directory in use, if any.
@@ -148,7 +156,7 @@ impl Runtime {
         path: &Path,
         grant: crate::policy::Grant,
     ) -> Result<(WasmPlugin, CacheOutcome), String> {
-        let sandbox = sandbox::Sandbox::new(id, grant).map_err(|e| e.to_string())?;
+        let sandbox = sandbox::Sandbox::new(id, grant, self.egress.clone()).map_err(|e| e.to_string())?;
         loader::load_one(self, path, sandbox).await
     }
 }

@@ -22,11 +22,12 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::host::CallBudgets;
-use super::http::HttpPolicy;
+use super::egress::{Egress, ResponseBudget};
+use super::http::{HttpPolicy, InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
 use super::output::{LogSink, OutputBudget, Stream};
 use super::refusals::{Recorder, RefusalCounters};
 use crate::plugin::CallContext;
-use crate::policy::{FsMode, Grant, OutboundRules, RefusalKind};
+use crate::policy::{FsMode, Grant, OutboundRules, RefusalKind, SecretGrant, SecretSource};
 
 /// Bytes of guest stdout+stderr forwarded to the log per call; the rest is dropped and recorded.
 pub(crate) const GUEST_OUTPUT_BUDGET: u64 = 64 << 10;
@@ -62,7 +63,13 @@ pub enum SandboxError {
     /// The opened directory cannot be handed to calls by handle.
     #[error("cannot pin the granted directory `{}`: {why} (fix: serve from Linux with /proc mounted)", path.display())]
     Pin { path: PathBuf, why: String },
+    /// A secret's value cannot be read or is not a header value (the value is never shown).
+    #[error("the secret `{header}` for {target} ({source_name}) {why}")]
+    Secret { header: String, target: String, source_name: String, why: &'static str },
 }
+
+/// Longest secret file read.
+const MAX_SECRET_BYTES: u64 = 16 << 10;
 
 /// A granted directory opened once, at load. `handle` keeps the directory itself (not its
 /// path) for the life of the plugin; `by_handle` names that open handle for the WASI builder.
@@ -83,16 +90,19 @@ pub(crate) struct Sandbox {
     pub(crate) rules: Arc<OutboundRules>,
     pub(crate) refusals: Arc<RefusalCounters>,
     dirs: Arc<[PinnedDir]>,
+    secrets: Arc<[InjectedSecret]>,
+    egress: Egress,
 }
 
 impl Sandbox {
-    /// Opens every granted directory and keeps the handles.
+    /// Opens every granted directory and keeps the handles; reads every secret's value.
     ///
     /// # Errors
-    /// A directory that cannot be opened (or is a symlink), or a system where an open handle
-    /// cannot be re-opened through `/proc/self/fd`.
-    pub(crate) fn new(plugin: &str, grant: Grant) -> Result<Sandbox, SandboxError> {
+    /// A directory that cannot be opened (or is a symlink), a system where an open handle
+    /// cannot be re-opened through `/proc/self/fd`, or a secret that cannot be read.
+    pub(crate) fn new(plugin: &str, grant: Grant, egress: Egress) -> Result<Sandbox, SandboxError> {
         let dirs = grant.files.iter().map(|dir| pin(&dir.host, &dir.guest, dir.mode)).collect::<Result<Vec<_>, _>>()?;
+        let secrets = grant.secrets.iter().map(read_secret).collect::<Result<Vec<_>, _>>()?;
         let rules = Arc::new(grant.network.clone());
         Ok(Sandbox {
             plugin: Arc::from(plugin),
@@ -100,8 +110,42 @@ impl Sandbox {
             rules,
             refusals: Arc::new(RefusalCounters::default()),
             dirs: dirs.into(),
+            secrets: secrets.into(),
+            egress,
         })
     }
+}
+
+/// Reads a secret's value from the host's environment or a file, as a sensitive header value.
+fn read_secret(secret: &SecretGrant) -> Result<InjectedSecret, SandboxError> {
+    let fail = |why| SandboxError::Secret {
+        header: secret.header.clone(),
+        target: secret.target.to_string(),
+        source_name: secret.source.to_string(),
+        why,
+    };
+    let value = match &secret.source {
+        SecretSource::Env(name) => std::env::var(name).map_err(|_| fail("is not set (or not UTF-8) in the host's environment"))?,
+        SecretSource::File(path) => {
+            use std::io::Read;
+            let file = std::fs::File::open(path).map_err(|_| fail("cannot be read"))?;
+            let mut text = String::new();
+            file.take(MAX_SECRET_BYTES + 1).read_to_string(&mut text).map_err(|_| fail("is not UTF-8 text"))?;
+            if text.len() as u64 > MAX_SECRET_BYTES {
+                return Err(fail("is longer than 16 KiB"));
+            }
+            let trimmed = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
+            trimmed.to_owned()
+        }
+    };
+    if value.is_empty() {
+        return Err(fail("is empty"));
+    }
+    let mut value = http::HeaderValue::from_str(&format!("{}{value}", secret.prefix))
+        .map_err(|_| fail("is not a valid header value (printable ASCII only)"))?;
+    value.set_sensitive(true);
+    let header = http::HeaderName::from_bytes(secret.header.as_bytes()).map_err(|_| fail("has an invalid header name"))?;
+    Ok(InjectedSecret { target: secret.target.clone(), header, value })
 }
 
 fn pin(host: &std::path::Path, guest: &str, mode: FsMode) -> Result<PinnedDir, SandboxError> {
@@ -174,7 +218,14 @@ impl HostState {
                 http
             },
             table,
-            hooks: HttpPolicy { recorder: recorder.clone(), rules: sandbox.rules.clone() },
+            hooks: HttpPolicy {
+                recorder: recorder.clone(),
+                rules: sandbox.rules.clone(),
+                secrets: sandbox.secrets.clone(),
+                egress: sandbox.egress.clone(),
+                in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
+                budget: Arc::new(ResponseBudget::new(grant.limits.memory)),
+            },
             limiter: MemoryLimiter::new(grant.limits.memory, recorder.clone()),
             cx,
             plugin: sandbox.plugin.clone(),
