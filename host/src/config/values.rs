@@ -227,11 +227,15 @@ fn limits(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
                     "write a duration such as \"10s\" or \"500ms\"",
                 ),
             },
+            "descriptors" => match value.as_integer() {
+                Some(n) if (16..=65_536).contains(&n) => grant.limits.descriptors = n as u64,
+                _ => cx.error(&at, format!("`{value}` is not a number from 16 to 65536"), "write `descriptors = 1024`"),
+            },
             "concurrency" => match value.as_integer() {
                 Some(n) if (1..=1000).contains(&n) => grant.limits.concurrency = n as u32,
                 _ => cx.error(&at, format!("`{value}` is not a number from 1 to 1000"), "write `concurrency = 8`"),
             },
-            _ => cx.error(&at, "unknown limit", "use memory, timeout, concurrency or output"),
+            _ => cx.error(&at, "unknown limit", "use memory, timeout, concurrency, output or descriptors"),
         }
     }
 }

@@ -97,6 +97,9 @@ pub struct Limits {
     pub concurrency: u32,
     /// Bytes of output one call may return (all text and data of a result together).
     pub output: u64,
+    /// Host file descriptors (files, directories, connections) all calls of this plugin may
+    /// hold together.
+    pub descriptors: u64,
 }
 
 impl Limits {
@@ -108,16 +111,19 @@ impl Limits {
     pub const DEFAULT_CONCURRENCY: u32 = 16;
     /// 1 MiB of output per call.
     pub const DEFAULT_OUTPUT: u64 = 1 << 20;
+    /// 4096 descriptors across the plugin's calls.
+    pub const DEFAULT_DESCRIPTORS: u64 = 4096;
 }
 
 impl Default for Limits {
-    /// 64 MiB memory, 30 s timeout, 16 concurrent calls, 1 MiB output.
+    /// 64 MiB memory, 30 s timeout, 16 concurrent calls, 1 MiB output, 4096 descriptors.
     fn default() -> Self {
         Limits {
             memory: Limits::DEFAULT_MEMORY,
             timeout: Limits::DEFAULT_TIMEOUT,
             concurrency: Limits::DEFAULT_CONCURRENCY,
             output: Limits::DEFAULT_OUTPUT,
+            descriptors: Limits::DEFAULT_DESCRIPTORS,
         }
     }
 }

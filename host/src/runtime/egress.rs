@@ -107,6 +107,8 @@ pub(crate) struct Charge {
     pub(crate) budget: Arc<ResponseBudget>,
     /// Held until the response body is finished or dropped: bounds one call's connections.
     pub(crate) _permit: OwnedSemaphorePermit,
+    /// The connection's descriptor, charged to the plugin and the process.
+    pub(crate) _descriptor: super::descriptors::HeldDescriptor,
 }
 
 /// The process's outgoing connector: a resolver and a TLS client configuration.

@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::descriptors::{DescriptorPool, HeldDescriptor};
 use super::egress::{Charge, Egress, ResponseBudget, Timeouts};
 use super::refusals::Recorder;
 use crate::policy::{OutboundRules, RefusalKind, Target};
@@ -58,6 +59,8 @@ pub(crate) struct HttpPolicy {
     pub(crate) egress: Egress,
     pub(crate) in_flight: Arc<Semaphore>,
     pub(crate) budget: Arc<ResponseBudget>,
+    /// The plugin's and the process's descriptor pools: each connection holds one.
+    pub(crate) descriptors: (Arc<DescriptorPool>, Arc<DescriptorPool>),
 }
 
 type ResponseFuture = Box<
@@ -126,11 +129,18 @@ impl WasiHttpHooks for HttpPolicy {
             self.recorder.refuse(RefusalKind::Resources, &format!("outgoing requests in flight (limit {MAX_REQUESTS_IN_FLIGHT})"));
             return denied(wasmtime_wasi_http::Error::ConnectionLimitReached);
         };
+        let descriptor = match HeldDescriptor::take(&self.descriptors.0, &self.descriptors.1) {
+            Ok(held) => held,
+            Err(exhausted) => {
+                self.recorder.refuse(RefusalKind::Resources, &exhausted.to_string());
+                return denied(wasmtime_wasi_http::Error::ConnectionLimitReached);
+            }
+        };
         for secret in self.secrets.iter().filter(|s| s.target == target) {
             request.headers_mut().insert(secret.header.clone(), secret.value.clone());
         }
         let timeouts = cap_timeouts(options);
-        let charge = Charge { recorder: self.recorder.clone(), budget: self.budget.clone(), _permit: permit };
+        let charge = Charge { recorder: self.recorder.clone(), budget: self.budget.clone(), _permit: permit, _descriptor: descriptor };
         let egress = self.egress.clone();
         let rules = self.rules.clone();
         Box::new(async move { egress.send(&target, &rules, request, timeouts, charge).await })

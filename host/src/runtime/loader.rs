@@ -130,7 +130,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
             report.problems.push(LoadProblem { path, reason: format!("plugin `{id}` not loaded: {}", conflicts.join("; ")) });
             continue;
         }
-        let sandbox = match Sandbox::new(&id, grant.clone(), runtime.egress.clone()) {
+        let sandbox = match Sandbox::new(&id, grant.clone(), runtime.services.clone()) {
             Ok(sandbox) => sandbox,
             Err(err) => {
                 report.problems.push(LoadProblem { path, reason: format!("plugin `{id}` not loaded: {err}") });
@@ -168,7 +168,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
     let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
     check_world(&component).map_err(problem)?;
-    let sandbox = Sandbox::new(&id, Grant::default(), runtime.egress.clone()).map_err(|e| problem(e.to_string()))?;
+    let sandbox = Sandbox::new(&id, Grant::default(), runtime.services.clone()).map_err(|e| problem(e.to_string()))?;
     let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await.map_err(problem)?;
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }

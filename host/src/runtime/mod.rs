@@ -13,6 +13,7 @@ mod bindings;
 mod cache;
 mod catalog;
 mod convert;
+mod descriptors;
 mod egress;
 mod engine;
 mod host;
@@ -85,7 +86,7 @@ pub struct Runtime {
     global: Arc<Semaphore>,
     pooling: bool,
     max_memory: u64,
-    egress: egress::Egress,
+    services: sandbox::HostServices,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -104,7 +105,10 @@ impl Runtime {
     pub fn new(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
         let options = RuntimeOptions { max_memory: options.max_memory.max(1 << 20), ..options };
         let resolver = options.resolver.clone().unwrap_or_else(|| Arc::new(SystemResolver));
-        let egress = egress::Egress::new(resolver);
+        let services = sandbox::HostServices {
+            egress: egress::Egress::new(resolver),
+            descriptors: Arc::new(descriptors::DescriptorPool::for_process()),
+        };
         let (engine, pooling) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         engine::start_ticker(&engine);
         let cache = if options.no_cache {
@@ -125,7 +129,7 @@ impl Runtime {
             }
         };
         let global = Arc::new(Semaphore::new(options.max_instances.max(1) as usize));
-        Ok(Runtime { engine, cache, global, pooling, max_memory: options.max_memory, egress })
+        Ok(Runtime { engine, cache, global, pooling, max_memory: options.max_memory, services })
     }
 
     /// The compiled-plugin cache directory in use, if any.
@@ -143,6 +147,12 @@ impl Runtime {
         self.pooling
     }
 
+    /// Host file descriptors all plugins together may hold (the open-file limit less a
+    /// reserve for the host).
+    pub fn descriptor_budget(&self) -> u64 {
+        self.services.descriptors.limit()
+    }
+
     /// The largest memory limit a grant may ask for.
     pub fn max_memory(&self) -> u64 {
         self.max_memory
@@ -156,7 +166,7 @@ impl Runtime {
         path: &Path,
         grant: crate::policy::Grant,
     ) -> Result<(WasmPlugin, CacheOutcome), String> {
-        let sandbox = sandbox::Sandbox::new(id, grant, self.egress.clone()).map_err(|e| e.to_string())?;
+        let sandbox = sandbox::Sandbox::new(id, grant, self.services.clone()).map_err(|e| e.to_string())?;
         loader::load_one(self, path, sandbox).await
     }
 }

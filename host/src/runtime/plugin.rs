@@ -13,7 +13,7 @@ use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
 use super::refusals::RefusalCounters;
-use super::sandbox::{HostState, Sandbox};
+use super::sandbox::{HostState, PrepareError, Sandbox};
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::Grant;
 use crate::protocol::{
@@ -144,8 +144,10 @@ impl WasmPlugin {
         };
         let permits =
             tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: "concurrency" })??;
-        let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from))
-            .map_err(|e| PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")))?;
+        let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from)).map_err(|e| match e {
+            PrepareError::Descriptors(_) => PluginError::Limit { limit: "resources" },
+            PrepareError::Io(e) => PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")),
+        })?;
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(HOSTCALL_FUEL);

@@ -22,6 +22,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::host::CallBudgets;
+use super::descriptors::{CallDescriptors, DescriptorPool, Exhausted};
 use super::egress::{Egress, ResponseBudget};
 use super::http::{HttpPolicy, InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
 use super::output::{LogSink, OutputBudget, Stream};
@@ -91,7 +92,28 @@ pub(crate) struct Sandbox {
     pub(crate) refusals: Arc<RefusalCounters>,
     dirs: Arc<[PinnedDir]>,
     secrets: Arc<[InjectedSecret]>,
-    egress: Egress,
+    services: HostServices,
+    /// Descriptors all calls of this plugin may hold together.
+    descriptors: Arc<DescriptorPool>,
+}
+
+/// What the runtime shares with every plugin's sandbox: the outgoing connector and the
+/// process's descriptor pool.
+#[derive(Debug, Clone)]
+pub(crate) struct HostServices {
+    pub(crate) egress: Egress,
+    pub(crate) descriptors: Arc<DescriptorPool>,
+}
+
+/// Why a call's sandbox could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PrepareError {
+    /// The plugin's or the process's descriptor budget has no room for the call's preopens.
+    #[error("no room for {0}")]
+    Descriptors(Exhausted),
+    /// A pinned directory could not be re-opened.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
 }
 
 impl Sandbox {
@@ -100,10 +122,11 @@ impl Sandbox {
     /// # Errors
     /// A directory that cannot be opened (or is a symlink), a system where an open handle
     /// cannot be re-opened through `/proc/self/fd`, or a secret that cannot be read.
-    pub(crate) fn new(plugin: &str, grant: Grant, egress: Egress) -> Result<Sandbox, SandboxError> {
+    pub(crate) fn new(plugin: &str, grant: Grant, services: HostServices) -> Result<Sandbox, SandboxError> {
         let dirs = grant.files.iter().map(|dir| pin(&dir.host, &dir.guest, dir.mode)).collect::<Result<Vec<_>, _>>()?;
         let secrets = grant.secrets.iter().map(read_secret).collect::<Result<Vec<_>, _>>()?;
         let rules = Arc::new(grant.network.clone());
+        let grant_descriptors = grant.limits.descriptors;
         Ok(Sandbox {
             plugin: Arc::from(plugin),
             grant: Arc::new(grant),
@@ -111,7 +134,8 @@ impl Sandbox {
             refusals: Arc::new(RefusalCounters::default()),
             dirs: dirs.into(),
             secrets: secrets.into(),
-            egress,
+            descriptors: Arc::new(DescriptorPool::new(grant_descriptors)),
+            services,
         })
     }
 }
@@ -179,6 +203,9 @@ pub(crate) struct HostState {
     pub(crate) plugin: Arc<str>,
     pub(crate) budgets: CallBudgets,
     pub(crate) recorder: Recorder,
+    /// The descriptor budget this call holds, and how many preopens it has.
+    descriptors: CallDescriptors,
+    preopens: u64,
     /// Set by the epoch callback when it stops the guest.
     pub(crate) stop: Option<super::plugin::Stop>,
 }
@@ -188,10 +215,17 @@ impl HostState {
     /// (a tool, a prompt, a resource) for refusal records.
     ///
     /// # Errors
-    /// A pinned directory that can no longer be re-opened (for example, too many open files).
-    pub(crate) fn new(sandbox: &Sandbox, cx: CallContext, operation: Option<Arc<str>>) -> std::io::Result<HostState> {
+    /// No descriptor budget left for the call's preopens (recorded), or a pinned directory
+    /// that can no longer be re-opened.
+    pub(crate) fn new(sandbox: &Sandbox, cx: CallContext, operation: Option<Arc<str>>) -> Result<HostState, PrepareError> {
         let grant = &sandbox.grant;
         let recorder = Recorder::new(sandbox.plugin.clone(), cx.request_id.clone(), operation, sandbox.refusals.clone());
+        let preopens = sandbox.dirs.len() as u64;
+        let mut descriptors = CallDescriptors::new(sandbox.descriptors.clone(), sandbox.services.descriptors.clone());
+        if let Err(exhausted) = descriptors.hold(preopens) {
+            recorder.refuse(RefusalKind::Resources, &exhausted.to_string());
+            return Err(PrepareError::Descriptors(exhausted));
+        }
         let budget = OutputBudget::new(GUEST_OUTPUT_BUDGET, GUEST_OUTPUT_RECORDS);
         let mut b = WasiCtxBuilder::new();
         // Stdin stays closed (the builder's default). Output goes to the log, never to fd 1.
@@ -222,7 +256,8 @@ impl HostState {
                 recorder: recorder.clone(),
                 rules: sandbox.rules.clone(),
                 secrets: sandbox.secrets.clone(),
-                egress: sandbox.egress.clone(),
+                egress: sandbox.services.egress.clone(),
+                descriptors: (sandbox.descriptors.clone(), sandbox.services.descriptors.clone()),
                 in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
                 budget: Arc::new(ResponseBudget::new(grant.limits.memory)),
             },
@@ -231,8 +266,21 @@ impl HostState {
             plugin: sandbox.plugin.clone(),
             budgets: CallBudgets::default(),
             recorder,
+            descriptors,
+            preopens,
             stop: None,
         })
+    }
+
+    /// Charges the call, before it opens one more descriptor, for every entry of its resource
+    /// table (each may hold one), its preopens and the new one. A refusal is recorded.
+    pub(crate) fn charge_descriptor(&mut self) -> Result<(), Exhausted> {
+        let entries = self.table.iter_mut().count() as u64;
+        let result = self.descriptors.hold(entries + self.preopens + 1);
+        if let Err(exhausted) = result {
+            self.recorder.refuse(RefusalKind::Resources, &exhausted.to_string());
+        }
+        result
     }
 }
 
