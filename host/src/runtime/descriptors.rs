@@ -29,9 +29,10 @@ impl DescriptorPool {
     }
 
     /// The process's pool: the open-file limit (its soft limit raised to the hard limit first)
-    /// less `HOST_RESERVE`.
-    pub(crate) fn for_process() -> Self {
-        DescriptorPool::new(open_file_limit().saturating_sub(HOST_RESERVE).max(MIN_PROCESS_POOL))
+    /// less `HOST_RESERVE`, or `cap` when that is smaller.
+    pub(crate) fn for_process(cap: Option<u64>) -> Self {
+        let available = open_file_limit().saturating_sub(HOST_RESERVE).max(MIN_PROCESS_POOL);
+        DescriptorPool::new(cap.map_or(available, |cap| cap.min(available)))
     }
 
     pub(crate) fn limit(&self) -> u64 {
@@ -47,7 +48,6 @@ impl DescriptorPool {
     }
 
     /// Descriptors currently held from this pool.
-    #[cfg(test)]
     pub(crate) fn used(&self) -> u64 {
         self.used.load(Ordering::Acquire)
     }

@@ -55,6 +55,9 @@ pub struct RuntimeOptions {
     pub max_memory: u64,
     /// How outgoing names are resolved; `None` uses the system resolver.
     pub resolver: Option<Arc<dyn Resolve>>,
+    /// Host file descriptors all plugins together may hold; `None` (or anything larger) means
+    /// the open-file limit less a reserve for the host.
+    pub max_descriptors: Option<u64>,
 }
 
 impl Default for RuntimeOptions {
@@ -67,6 +70,7 @@ impl Default for RuntimeOptions {
             max_instances: 1000,
             max_memory: crate::policy::Limits::DEFAULT_MEMORY,
             resolver: None,
+            max_descriptors: None,
         }
     }
 }
@@ -107,7 +111,7 @@ impl Runtime {
         let resolver = options.resolver.clone().unwrap_or_else(|| Arc::new(SystemResolver));
         let services = sandbox::HostServices {
             egress: egress::Egress::new(resolver),
-            descriptors: Arc::new(descriptors::DescriptorPool::for_process()),
+            descriptors: Arc::new(descriptors::DescriptorPool::for_process(options.max_descriptors)),
         };
         let (engine, pooling) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         engine::start_ticker(&engine);

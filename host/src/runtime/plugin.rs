@@ -109,6 +109,11 @@ impl WasmPlugin {
         &self.sandbox.refusals
     }
 
+    /// Host file descriptors this plugin's running calls hold now (as charged to its budget).
+    pub fn descriptors_in_use(&self) -> u64 {
+        self.sandbox.descriptors_in_use()
+    }
+
     async fn read_catalog(&self) -> Result<Catalog, String> {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {

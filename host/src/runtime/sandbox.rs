@@ -140,6 +140,13 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// Descriptors the plugin's running calls hold from its pool.
+    pub(crate) fn descriptors_in_use(&self) -> u64 {
+        self.descriptors.used()
+    }
+}
+
 /// Reads a secret's value from the host's environment or a file, as a sensitive header value.
 fn read_secret(secret: &SecretGrant) -> Result<InjectedSecret, SandboxError> {
     let fail = |why| SandboxError::Secret {

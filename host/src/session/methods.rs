@@ -184,10 +184,10 @@ fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ErrorObject> {
 
 fn route_error(error: RouteError, era: Era) -> ErrorObject {
     match error {
-        RouteError::UnknownName { kind, name } => ErrorObject::new(INVALID_PARAMS, format!("unknown {kind} `{name}`")),
+        RouteError::UnknownName { kind, name } => ErrorObject::new(INVALID_PARAMS, format!("unknown {kind} `{}`", shortened(&name))),
         RouteError::UnknownResource { uri } => {
             let code = if matches!(era, Era::Modern { .. }) { INVALID_PARAMS } else { RESOURCE_NOT_FOUND };
-            ErrorObject::new(code, format!("resource not found: `{uri}`")).with_data(json!({"uri": uri}))
+            ErrorObject::new(code, format!("resource not found: `{}`", shortened(&uri))).with_data(json!({"uri": uri}))
         }
         RouteError::InvalidCursor => ErrorObject::new(INVALID_PARAMS, "invalid cursor: list again from the first page"),
         RouteError::Plugin { plugin, error } => match error {
@@ -253,4 +253,15 @@ impl Notifier {
             }
         }
     }
+}
+
+/// A client-supplied name or URI as quoted in an error message: at most `MAX_QUOTED` bytes
+/// (the full value, when the spec asks for it, goes in `data` once).
+fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX_QUOTED: usize = 256;
+    if text.len() <= MAX_QUOTED {
+        return text.into();
+    }
+    let end = (0..=MAX_QUOTED).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    format!("{}…", &text[..end]).into()
 }

@@ -432,6 +432,10 @@ async fn unknown_resources_use_each_era_s_error() {
     let modern = h.ask(&modern(3, "resources/read", r#""uri":"fake://nope""#)).await;
     assert_eq!(modern["error"]["code"], -32602);
     assert_eq!(modern["error"]["data"]["uri"], "fake://nope");
+    let long = format!("other://{}", "a".repeat(100_000));
+    let reply = h.ask(&format!(r#"{{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{{"uri":"{long}"}}}}"#)).await;
+    assert_eq!(reply["error"]["data"]["uri"], long.as_str(), "the full URI once, in data");
+    assert!(reply["error"]["message"].as_str().expect("message").len() < 400, "the message quotes a bounded prefix");
 }
 
 #[tokio::test]

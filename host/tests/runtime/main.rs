@@ -10,6 +10,7 @@ mod budgets;
 mod cache;
 mod calls;
 mod catalogs;
+mod descriptors;
 mod egress;
 mod grants;
 mod loading;
