@@ -40,6 +40,41 @@ pub struct LoadedPlugin {
     pub cache: CacheOutcome,
 }
 
+/// Why one plugin file did not load. The message is one line, without the path.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read it: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("it is {mib} MiB; plugins may be at most {max_mib} MiB")]
+    TooLarge { mib: u64, max_mib: u64 },
+    #[error("not a WebAssembly file (no `\\0asm` header)")]
+    NotWasm,
+    #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.1.0)")]
+    CoreModule,
+    #[error("not a WebAssembly component (unknown version or layer)")]
+    NotComponent,
+    #[error("compiling failed: {0}")]
+    CompileTask(String),
+    #[error("it does not compile: {0}")]
+    Compile(String),
+    #[error("it targets another world: it does not export {missing} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.1.0")]
+    OtherWorld { missing: String, found: String },
+    #[error("cannot link the host interfaces: {0}")]
+    Link(String),
+    #[error("it imports something the host does not provide (not a paddock:plugin@0.1.0 plugin?): {0}")]
+    Imports(String),
+    #[error("it does not export the paddock:plugin@0.1.0 interfaces: {0}")]
+    Exports(String),
+    #[error("reading its catalog failed: {0}")]
+    CatalogCall(crate::plugin::PluginError),
+    #[error("plugin `{plugin}` not loaded, its catalog is refused: {why}")]
+    Catalog { plugin: String, why: String },
+    #[error("its memory limit ({asked_mib} MiB) is above the host's maximum ({max_mib} MiB): lower `limits.memory` or raise the host's maximum")]
+    MemoryAboveHost { asked_mib: u64, max_mib: u64 },
+    #[error(transparent)]
+    Sandbox(#[from] super::SandboxError),
+}
+
 /// A file that did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadProblem {
@@ -112,8 +147,8 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
                 continue;
             }
         };
-        if let Err(reason) = check_grant(runtime, &grant) {
-            report.problems.push(LoadProblem { path, reason });
+        if let Err(err) = check_grant(runtime, &grant) {
+            report.problems.push(LoadProblem { path, reason: err.to_string() });
             continue;
         }
         admitted.push((id, path, grant));
@@ -149,7 +184,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
                 tracing::info!(plugin = %id, tools = plugin.catalog().tools.len(), ?cache, "plugin loaded");
                 report.plugins.push(LoadedPlugin { id, path, plugin: Arc::new(plugin), grant, cache });
             }
-            Ok((_, path, _, Err(reason))) => report.problems.push(LoadProblem { path, reason }),
+            Ok((_, path, _, Err(err))) => report.problems.push(LoadProblem { path, reason: err.to_string() }),
             Err(err) => report
                 .problems
                 .push(LoadProblem { path: dir.to_path_buf(), reason: format!("loading a plugin failed: {err}") }),
@@ -160,7 +195,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
 
 /// Reads a plugin file (with the default grant) to show what it exports and requests.
 pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadProblem> {
-    let problem = |reason: String| LoadProblem { path: path.to_path_buf(), reason };
+    let problem = |err: LoadError| LoadProblem { path: path.to_path_buf(), reason: err.to_string() };
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".to_owned());
     let (component, _) = compile(runtime, &id, path).await.map_err(problem)?;
     let ty = component.component_type();
@@ -168,12 +203,12 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
     let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
     check_world(&component).map_err(problem)?;
-    let sandbox = Sandbox::new(&id, Grant::default(), runtime.services.clone()).map_err(|e| problem(e.to_string()))?;
+    let sandbox = Sandbox::new(&id, Grant::default(), runtime.services.clone()).map_err(|e| problem(e.into()))?;
     let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await.map_err(problem)?;
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(super) async fn load_one(runtime: &Runtime, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), String> {
+pub(super) async fn load_one(runtime: &Runtime, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
     let (component, cache) = compile(runtime, &sandbox.plugin, path).await?;
     check_world(&component)?;
     let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await?;
@@ -213,32 +248,28 @@ fn file_grant_conflicts(runtime: &Runtime, dir: &Path, config: &Config, admitted
 }
 
 /// Refuses grants the runtime cannot honour safely.
-fn check_grant(runtime: &Runtime, grant: &Grant) -> Result<(), String> {
+fn check_grant(runtime: &Runtime, grant: &Grant) -> Result<(), LoadError> {
     if grant.limits.memory > runtime.max_memory() {
-        return Err(format!(
-            "its memory limit ({} MiB) is above the host's maximum ({} MiB): lower `limits.memory` or raise the host's maximum",
-            grant.limits.memory >> 20,
-            runtime.max_memory() >> 20
-        ));
+        return Err(LoadError::MemoryAboveHost { asked_mib: grant.limits.memory >> 20, max_mib: runtime.max_memory() >> 20 });
     }
     Ok(())
 }
 
 /// Reads, classifies and compiles (or loads from the cache) one file.
-async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component, CacheOutcome), String> {
-    let size = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?.len();
+async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component, CacheOutcome), LoadError> {
+    let size = std::fs::metadata(path).map_err(LoadError::Read)?.len();
     if size > MAX_WASM_BYTES {
-        return Err(format!("it is {} MiB; plugins may be at most {} MiB", size >> 20, MAX_WASM_BYTES >> 20));
+        return Err(LoadError::TooLarge { mib: size >> 20, max_mib: MAX_WASM_BYTES >> 20 });
     }
-    let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read it: {e}"))?;
+    let bytes = tokio::fs::read(path).await.map_err(LoadError::Read)?;
     if !bytes.starts_with(b"\0asm") {
-        return Err("not a WebAssembly file (no `\\0asm` header)".to_owned());
+        return Err(LoadError::NotWasm);
     }
     if wasmparser::Parser::is_core_wasm(&bytes) {
-        return Err("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.1.0)".to_owned());
+        return Err(LoadError::CoreModule);
     }
     if !wasmparser::Parser::is_component(&bytes) {
-        return Err("not a WebAssembly component (unknown version or layer)".to_owned());
+        return Err(LoadError::NotComponent);
     }
     let runtime = runtime.clone();
     let started = Instant::now();
@@ -253,9 +284,9 @@ async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component,
             work.await
         }
     };
-    let result = joined.map_err(|e| format!("compiling failed: {e}"))?;
+    let result = joined.map_err(|e| LoadError::CompileTask(e.to_string()))?;
     let (component, outcome) =
-        result.map_err(|e| format!("it does not compile: {}", e.to_string().lines().next().unwrap_or_default()))?;
+        result.map_err(|e| LoadError::Compile(e.to_string().lines().next().unwrap_or_default().to_owned()))?;
     if started.elapsed() >= SLOW_COMPILE {
         tracing::info!(plugin = %id, seconds = started.elapsed().as_secs_f32(), "plugin compiled");
     }
@@ -263,7 +294,7 @@ async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component,
 }
 
 /// Checks that the component exports the `paddock:plugin@0.1.0` interfaces.
-fn check_world(component: &Component) -> Result<(), String> {
+fn check_world(component: &Component) -> Result<(), LoadError> {
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(component.engine()).map(|(name, _)| name.to_owned()).collect();
     let missing: Vec<&str> = REQUIRED_EXPORTS.iter().copied().filter(|r| !exports.iter().any(|e| e == r)).collect();
@@ -271,8 +302,5 @@ fn check_world(component: &Component) -> Result<(), String> {
         return Ok(());
     }
     let found = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
-    Err(format!(
-        "it targets another world: it does not export {} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.1.0",
-        missing.join(", ")
-    ))
+    Err(LoadError::OtherWorld { missing: missing.join(", "), found })
 }

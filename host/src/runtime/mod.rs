@@ -35,7 +35,7 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
 pub use json::MAX_JSON_DEPTH;
-pub use loader::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
+pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
 pub use plugin::WasmPlugin;
 pub use refusals::RefusalCounters;
 pub use sandbox::SandboxError;
@@ -169,8 +169,8 @@ impl Runtime {
         id: &str,
         path: &Path,
         grant: crate::policy::Grant,
-    ) -> Result<(WasmPlugin, CacheOutcome), String> {
-        let sandbox = sandbox::Sandbox::new(id, grant, self.services.clone()).map_err(|e| e.to_string())?;
+    ) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
+        let sandbox = sandbox::Sandbox::new(id, grant, self.services.clone())?;
         loader::load_one(self, path, sandbox).await
     }
 }

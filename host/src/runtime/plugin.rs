@@ -13,6 +13,7 @@ use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
 use super::refusals::RefusalCounters;
+use super::loader::LoadError;
 use super::sandbox::{HostState, PrepareError, Sandbox};
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::Grant;
@@ -69,23 +70,16 @@ impl WasmPlugin {
         component: &Component,
         sandbox: Sandbox,
         global: Arc<Semaphore>,
-    ) -> Result<WasmPlugin, String> {
+    ) -> Result<WasmPlugin, LoadError> {
         let id = sandbox.plugin.clone();
         let engine = component.engine();
         let mut linker = Linker::<HostState>::new(engine);
-        let link = |r: wasmtime::Result<()>| r.map_err(|e| format!("cannot link the host interfaces: {e}"));
+        let link = |r: wasmtime::Result<()>| r.map_err(|e| LoadError::Link(e.to_string()));
         link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
         link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
         link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
-        let pre = linker.instantiate_pre(component).map_err(|e| {
-            format!(
-                "it imports something the host does not provide (not a paddock:plugin@0.1.0 plugin?): {}",
-                first_line(&e.to_string())
-            )
-        })?;
-        let pre = PluginPre::new(pre).map_err(|e| {
-            format!("it does not export the paddock:plugin@0.1.0 interfaces: {}", first_line(&e.to_string()))
-        })?;
+        let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Imports(first_line(&e.to_string()).to_owned()))?;
+        let pre = PluginPre::new(pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
         let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
         let mut plugin = WasmPlugin {
             id: id.to_string(),
@@ -114,7 +108,7 @@ impl WasmPlugin {
         self.sandbox.descriptors_in_use()
     }
 
-    async fn read_catalog(&self) -> Result<Catalog, String> {
+    async fn read_catalog(&self) -> Result<Catalog, LoadError> {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
             let mut call = self.start(&cx, LOAD_TIMEOUT, None).await?;
@@ -132,8 +126,8 @@ impl WasmPlugin {
             Ok::<_, PluginError>(Declared { info, tools, resources, templates, prompts })
         };
         let declared =
-            with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(|e| format!("reading its catalog failed: {e}"))?;
-        catalog::build(declared).map_err(|e| format!("plugin `{}` not loaded, its catalog is refused: {e}", self.id))
+            with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(LoadError::CatalogCall)?;
+        catalog::build(declared).map_err(|why| LoadError::Catalog { plugin: self.id.clone(), why })
     }
 
     /// Admits a call through the plugin's and the global gate, then builds a fresh store and

@@ -33,7 +33,7 @@ async fn load_bad_catalog(rt: &Runtime, variant: Option<&str>) -> Result<Arc<Was
     let wasm = fixture_wasm("bad_catalog");
     let load = rt.load_plugin("badcat", &wasm, granted(variant));
     let loaded = tokio::time::timeout(WAIT, load).await.expect("load in time");
-    loaded.map(|(plugin, _)| Arc::new(plugin))
+    loaded.map(|(plugin, _)| Arc::new(plugin)).map_err(|e| e.to_string())
 }
 
 #[tokio::test]
