@@ -21,6 +21,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use super::audit::DescriptorPaths;
 use super::host::CallBudgets;
 use super::http::HttpPolicy;
 use super::output::{LogSink, OutputBudget, Stream};
@@ -137,6 +138,8 @@ pub(crate) struct HostState {
     pub(crate) recorder: Recorder,
     /// Set by the epoch callback when it stops the guest.
     pub(crate) stop: Option<super::plugin::Stop>,
+    /// Guest paths of the call's open descriptors, for file refusal records.
+    pub(crate) descriptor_paths: DescriptorPaths,
 }
 
 impl HostState {
@@ -181,6 +184,7 @@ impl HostState {
             budgets: CallBudgets::default(),
             recorder,
             stop: None,
+            descriptor_paths: DescriptorPaths::default(),
         })
     }
 }

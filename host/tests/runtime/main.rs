@@ -13,6 +13,7 @@ mod catalogs;
 mod grants;
 mod loading;
 mod pinning;
+mod refusals;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
