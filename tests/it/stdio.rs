@@ -116,3 +116,20 @@ async fn json_logs_record_refusals_with_the_plugin_named() {
     assert_eq!(refusal["operation"], "big_output");
     assert_eq!(refusal["level"], "WARN");
 }
+
+#[tokio::test]
+async fn json_logs_record_a_file_refusal_with_the_plugin_named() {
+    let data = tempfile::tempdir().expect("data dir");
+    let grant = format!("files = [{{ host = {:?}, guest = \"/data\", mode = \"rw\" }}]\n", data.path());
+    let log = stderr_of("fixture_read", json!({"path": "/data/../../etc/passwd"}), "warn", &["--log-format", "json"], &grant).await;
+    let records: Vec<serde_json::Value> =
+        log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l:?}"))).collect();
+    let refusal = records
+        .iter()
+        .find(|r| r["kind"] == "file")
+        .unwrap_or_else(|| panic!("no file refusal among {records:#?}"));
+    assert_eq!(refusal["plugin"], "fixture");
+    assert_eq!(refusal["operation"], "read");
+    assert_eq!(refusal["attempt"], "open-at /data/../../etc/passwd");
+    assert_eq!(refusal["level"], "WARN");
+}

@@ -8,6 +8,7 @@
 //! - `load_folder` / `inspect`: loading a plugins folder with its grants, reporting every bad
 //!   file with its path and reason while the good ones load.
 
+mod audit;
 #[allow(unsafe_code)]
 mod bindings;
 mod cache;

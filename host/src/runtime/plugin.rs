@@ -76,6 +76,7 @@ impl WasmPlugin {
         let mut linker = Linker::<HostState>::new(engine);
         let link = |r: wasmtime::Result<()>| r.map_err(|e| LoadError::Link(e.to_string()));
         link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
+        link(super::audit::add_to_linker(&mut linker))?;
         link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
         link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
         let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Imports(first_line(&e.to_string()).to_owned()))?;

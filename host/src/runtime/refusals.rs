@@ -60,7 +60,9 @@ impl Recorder {
     }
 
     /// Records one refusal: always counted; logged (with plugin, operation, request, kind and
-    /// target, all escaped) for the first `LOGGED_PER_KIND` of its kind in this call.
+    /// the target as `attempt`, all escaped) for the first `LOGGED_PER_KIND` of its kind in this
+    /// call. The field is not called `target`: that name is the record's own (its module) in
+    /// JSON logs, and a second `target` key would hide one of the two.
     pub(crate) fn refuse(&self, kind: RefusalKind, target: &str) {
         let call = &self.inner;
         call.counters.bump(kind);
@@ -74,7 +76,7 @@ impl Recorder {
             operation = call.operation.as_deref().map(Escaped).map(tracing::field::display),
             request = %Escaped(&call.request),
             kind = kind.as_str(),
-            target = %Escaped(target),
+            attempt = %Escaped(target),
             "refused{note}"
         );
     }

@@ -21,6 +21,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use super::audit::DescriptorPaths;
 use super::host::CallBudgets;
 use super::descriptors::{CallDescriptors, DescriptorPool, Exhausted};
 use super::egress::{Egress, ResponseBudget};
@@ -215,6 +216,8 @@ pub(crate) struct HostState {
     preopens: u64,
     /// Set by the epoch callback when it stops the guest.
     pub(crate) stop: Option<super::plugin::Stop>,
+    /// Guest paths of the call's open descriptors, for file refusal records.
+    pub(crate) descriptor_paths: DescriptorPaths,
 }
 
 impl HostState {
@@ -276,6 +279,7 @@ impl HostState {
             descriptors,
             preopens,
             stop: None,
+            descriptor_paths: DescriptorPaths::default(),
         })
     }
 

@@ -15,6 +15,7 @@ mod egress;
 mod grants;
 mod loading;
 mod pinning;
+mod refusals;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
