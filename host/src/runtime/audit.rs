@@ -21,6 +21,10 @@
 //!   `tcp ipv4`, `udp ipv6`); no host socket is ever created for them.
 //! - `dns`: `resolve-addresses`, refused because name lookups are off (target: the name).
 //!
+//! Descriptor budgets: `open-at` and `read-directory`, the two operations that open a host
+//! descriptor, first charge the call's descriptor budget (`HostState::charge_descriptor`); past
+//! it they answer `insufficient-memory` and the refusal is recorded as `resources`.
+//!
 //! Not recorded, because it never reaches the host: an absolute path that matches no preopen
 //! (`/etc/passwd` when only `/data` is granted), or a relative path that leaves the guest's
 //! working directory above every preopen. wasi-libc resolves those against its preopen list
@@ -166,6 +170,11 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          (fd, path_flags, path, open_flags, flags): (Fd, fs::PathFlags, String, fs::OpenFlags, fs::DescriptorFlags)|
          -> Box<dyn Future<Output = FsAnswer<Fd>> + Send + '_> {
             Box::new(async move {
+                // Every descriptor the call opens is charged to its plugin's and the process's
+                // descriptor budgets first (a refusal is recorded there).
+                if store.data_mut().charge_descriptor().is_err() {
+                    return Ok((Err(fs::ErrorCode::InsufficientMemory),));
+                }
                 let writes = flags.contains(fs::DescriptorFlags::WRITE)
                     || open_flags.intersects(fs::OpenFlags::CREATE | fs::OpenFlags::TRUNCATE);
                 let op = PathOp::new(store.data(), if writes { "open-at(write)" } else { "open-at" }, &fd, &path);
@@ -174,6 +183,23 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     store.data_mut().descriptor_paths.insert(opened, &op.target);
                 }
                 Ok((op.settle(store.data_mut(), result)?,))
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.read-directory",
+        |mut store: StoreContextMut<'_, HostState>, (fd,): (Fd,)| -> Box<dyn Future<Output = FsAnswer<Resource<fs::DirectoryEntryStream>>> + Send + '_> {
+            Box::new(async move {
+                // A listing holds a descriptor of its own until it is dropped.
+                if store.data_mut().charge_descriptor().is_err() {
+                    return Ok((Err(fs::ErrorCode::InsufficientMemory),));
+                }
+                let result = fs::HostDescriptor::read_directory(&mut store.data_mut().filesystem(), fd).await;
+                let result = match result {
+                    Ok(stream) => Ok(stream),
+                    Err(err) => Err(fs::Host::convert_error_code(&mut store.data_mut().filesystem(), err)?),
+                };
+                Ok((result,))
             })
         },
     )?;

@@ -112,7 +112,7 @@ async fn inspect_shows_exports_and_requests() {
     let rt = runtime();
     let seen =
         tokio::time::timeout(WAIT, inspect(&rt, &fixture_wasm("fixture"))).await.expect("in time").expect("inspect");
-    assert_eq!(seen.catalog.tools.len(), 22);
+    assert_eq!(seen.catalog.tools.len(), 28);
     assert_eq!(seen.catalog.info.requests.network, vec!["http://127.0.0.1:*".to_owned()]);
     assert_eq!(seen.catalog.info.requests.env, vec!["GRANTED_VAR".to_owned()]);
     assert!(seen.exports.iter().any(|e| e == "paddock:plugin/tools@0.1.0"), "{:?}", seen.exports);
