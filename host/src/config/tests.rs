@@ -69,6 +69,16 @@ fn main_file_and_side_file_merge_by_key() {
 }
 
 #[test]
+fn the_output_limit_goes_up_to_the_largest_result_a_call_can_carry() {
+    let dir = folder(&[("a.wasm", ""), ("b.wasm", ""), ("a.toml", "limits = { output = \"16MiB\" }\n"), ("b.toml", "limits = { output = \"17MiB\" }\n")]);
+    let config = Config::load(dir.path(), None);
+    assert_eq!(config.grant("a").expect("16 MiB is allowed").limits.output, Limits::MAX_OUTPUT);
+    let problems = config.grant("b").expect_err("17 MiB is over the largest");
+    let text = problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    assert!(text.contains("limits.output") && text.contains("from 1KiB to 16MiB"), "{text}");
+}
+
+#[test]
 fn every_mistake_is_reported_at_once() {
     let dir = folder(&[
         ("a.wasm", ""),

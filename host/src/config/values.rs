@@ -7,7 +7,7 @@ use std::time::Duration;
 use toml::Value;
 
 use super::{ConfigError, Severity};
-use crate::policy::{FsGrant, FsMode, Grant, OutboundRules};
+use crate::policy::{FsGrant, FsMode, Grant, Limits, OutboundRules};
 
 pub(super) struct Ctx<'a> {
     pub(super) file: &'a Path,
@@ -212,10 +212,13 @@ fn limits(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
                 ),
             },
             "output" => match parse_size(&value) {
-                Some(n) if (1 << 10..=256 << 20).contains(&n) => grant.limits.output = n,
+                Some(n) if (1 << 10..=Limits::MAX_OUTPUT).contains(&n) => grant.limits.output = n,
                 _ => cx.error(
                     &at,
-                    format!("`{value}` is not a size from 1KiB to 256MiB"),
+                    format!(
+                        "`{value}` is not a size from 1KiB to {}MiB (the largest result a plugin may return)",
+                        Limits::MAX_OUTPUT >> 20
+                    ),
                     "write a size such as \"1MiB\"",
                 ),
             },

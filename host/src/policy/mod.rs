@@ -95,7 +95,8 @@ pub struct Limits {
     pub timeout: Duration,
     /// How many calls of this plugin may run at once (more wait their turn).
     pub concurrency: u32,
-    /// Bytes of output one call may return (all text and data of a result together).
+    /// Bytes one call's result may take on the wire, as JSON (all of it: text, data, keys and
+    /// punctuation), at most `Limits::MAX_OUTPUT`.
     pub output: u64,
     /// Host file descriptors (files, directories, connections) all calls of this plugin may
     /// hold together.
@@ -113,6 +114,11 @@ impl Limits {
     pub const DEFAULT_OUTPUT: u64 = 1 << 20;
     /// 4096 descriptors across the plugin's calls.
     pub const DEFAULT_DESCRIPTORS: u64 = 4096;
+    /// The largest output limit: 16 MiB. The host lifts a result out of the guest under a
+    /// host-call data cap sized from the output limit (several times it, since a lifted list
+    /// takes more host memory than its JSON), so this also bounds what one call can make the
+    /// host allocate. A larger grant is refused by the config and capped by the runtime.
+    pub const MAX_OUTPUT: u64 = 16 << 20;
 }
 
 impl Default for Limits {

@@ -4,9 +4,10 @@
 //!
 //! The catalog is served to every client in list pages shared with every other plugin, so
 //! nothing in it may fail to serialize later: JSON text (input and output schemas, tool `_meta`)
-//! passes `json::validate` (size, nesting within `MAX_JSON_DEPTH`, syntax, lone surrogates,
-//! number range), and resource templates compile into the router's linear-time matcher within
-//! its caps. Every other field is a Rust string, number or flag, which always serializes.
+//! passes the checks of `json::serialized_len` (size, nesting within `MAX_JSON_DEPTH`, syntax,
+//! lone surrogates, number range), and resource templates compile into the router's
+//! linear-time matcher within its caps. Every other field is a Rust string, number or flag,
+//! which always serializes.
 
 use std::collections::HashSet;
 

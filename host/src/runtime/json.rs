@@ -49,7 +49,23 @@ pub(crate) enum JsonError {
 /// Checks that `text` is at most `max_bytes` long, nests at most `MAX_JSON_DEPTH` levels, has no
 /// lone surrogate escape, parses as JSON (which also refuses numbers out of `f64` range) and is
 /// of the right kind.
+/// (The runtime calls `serialized_len`, which checks the same and counts.)
+#[cfg(test)]
 pub(crate) fn validate(text: &str, kind: JsonKind, max_bytes: usize) -> Result<(), JsonError> {
+    parse(text, kind, max_bytes).map(|_| ())
+}
+
+/// `validate`, returning how many bytes the text takes once the host serializes it: the value
+/// is parsed and written again, compactly, so whitespace and redundant escapes go, but a number
+/// can grow (`1e15` is written `1000000000000000.0`).
+pub(crate) fn serialized_len(text: &str, kind: JsonKind, max_bytes: usize) -> Result<usize, JsonError> {
+    let value = parse(text, kind, max_bytes)?;
+    let mut counter = ByteCounter(0);
+    serde_json::to_writer(&mut counter, &value).map_err(|e| JsonError::Invalid(e.to_string()))?;
+    Ok(counter.0)
+}
+
+fn parse(text: &str, kind: JsonKind, max_bytes: usize) -> Result<Value, JsonError> {
     if text.len() > max_bytes {
         return Err(JsonError::TooLarge { len: text.len(), max: max_bytes });
     }
@@ -58,7 +74,21 @@ pub(crate) fn validate(text: &str, kind: JsonKind, max_bytes: usize) -> Result<(
     if kind == JsonKind::Object && !value.is_object() {
         return Err(JsonError::NotObject);
     }
-    Ok(())
+    Ok(value)
+}
+
+/// A writer that only counts what it is given.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Refuses nesting of arrays and objects deeper than `max` (counting brackets outside strings)

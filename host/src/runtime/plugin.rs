@@ -16,13 +16,16 @@ use super::refusals::RefusalCounters;
 use super::loader::LoadError;
 use super::sandbox::{HostState, PrepareError, Sandbox};
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
-use crate::policy::Grant;
+use crate::policy::{Grant, Limits};
 use crate::protocol::{
     CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ResourceContents,
 };
 
-/// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB).
+/// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB), whatever the
+/// output limit: the floor of `hostcall_fuel`.
 const HOSTCALL_FUEL: usize = 16 << 20;
+/// Fuel beyond what the output limit needs, for the fixed parts of a result.
+const LIFT_HEADROOM: usize = 1 << 20;
 /// How long a plugin that was told about a cancellation may take to return by itself. Guest
 /// code is interrupted by the epoch callback once it has passed; a call waiting in a host call
 /// (a slow network read) is dropped by `with_deadline` a tick later.
@@ -150,7 +153,7 @@ impl WasmPlugin {
         })?;
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);
-        store.set_hostcall_fuel(HOSTCALL_FUEL);
+        store.set_hostcall_fuel(hostcall_fuel(self.output_limit()));
         let deadline = Instant::now() + timeout;
         let mut cancel_seen: Option<Instant> = None;
         store.set_epoch_deadline(1);
@@ -180,9 +183,24 @@ impl WasmPlugin {
         self.sandbox.grant.limits.timeout
     }
 
-    fn budget(&self) -> Budget {
-        Budget::new(self.sandbox.grant.limits.output)
+    /// The plugin's output limit, never above `Limits::MAX_OUTPUT` (which the config enforces;
+    /// a grant built in code is capped here).
+    fn output_limit(&self) -> u64 {
+        self.sandbox.grant.limits.output.min(Limits::MAX_OUTPUT)
     }
+
+    fn budget(&self) -> Budget {
+        Budget::new(self.output_limit())
+    }
+}
+
+/// The store's hostcall fuel for a plugin with `output_limit`: enough to lift any result within
+/// the limit (wasmtime spends the fuel of one host call on lifting an export's result too, and a
+/// lifted list costs `convert::LIFT_FUEL_PER_OUTPUT_BYTE` times its smallest JSON), and never
+/// less than `HOSTCALL_FUEL`.
+pub(crate) fn hostcall_fuel(output_limit: u64) -> usize {
+    let limit = usize::try_from(output_limit.min(Limits::MAX_OUTPUT)).unwrap_or(usize::MAX);
+    limit.saturating_mul(convert::LIFT_FUEL_PER_OUTPUT_BYTE).saturating_add(LIFT_HEADROOM).max(HOSTCALL_FUEL)
 }
 
 impl Call {
@@ -232,6 +250,16 @@ fn call_finish<R>(
         data.recorder.refuse(crate::policy::RefusalKind::Resources, what);
         return Err(PluginError::Limit { limit: "resources" });
     }
+    if is_hostcall_fuel_exhausted(&err) {
+        // Inside the guest (wasm frames on the stack) it was a host call's arguments; after
+        // the guest returned, the result being lifted.
+        if err.downcast_ref::<wasmtime::WasmBacktrace>().is_some() {
+            data.recorder.refuse(crate::policy::RefusalKind::Resources, "host-call data");
+            return Err(PluginError::Limit { limit: "resources" });
+        }
+        data.recorder.refuse(crate::policy::RefusalKind::Output, "result too large to lift");
+        return Err(PluginError::Limit { limit: "output" });
+    }
     if data.limiter.hit.load(Ordering::Acquire) {
         return Err(PluginError::Limit { limit: "memory" });
     }
@@ -241,6 +269,16 @@ fn call_finish<R>(
     };
     tracing::warn!(plugin = %data.plugin, error = %crate::escape::Escaped(&message), "plugin trapped");
     Err(PluginError::Trap(message))
+}
+
+/// Whether `err` is wasmtime's refusal to copy more guest data than the store's hostcall fuel.
+/// Its type (`HostcallFuelExhausted`) is private, so it is known by its name and its message;
+/// a runtime test pins both against the wasmtime in use.
+fn is_hostcall_fuel_exhausted(err: &wasmtime::Error) -> bool {
+    err.chain().any(|cause| {
+        format!("{cause:?}") == "HostcallFuelExhausted"
+            || cause.to_string().contains("fuel allocated for hostcalls has been exhausted")
+    })
 }
 
 /// Runs `fut` under the call's deadline (plus a margin for the epoch to fire first), and stops
@@ -304,8 +342,7 @@ impl Plugin for WasmPlugin {
             let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
             let out = call.instance.paddock_plugin_resources().call_read_resource(&mut call.store, uri).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            let mut budget = self.budget();
-            call.charged(out.into_iter().map(|c| convert::resource_contents(c, &mut budget)).collect())
+            call.charged(convert::resource_list(out, &mut self.budget()))
         }))
     }
 
@@ -345,5 +382,18 @@ impl Plugin for WasmPlugin {
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(convert::completion(out, &mut self.budget()))
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hostcall_fuel_follows_the_output_limit() {
+        assert_eq!(hostcall_fuel(Limits::DEFAULT_OUTPUT), HOSTCALL_FUEL, "small limits keep the floor");
+        let largest = hostcall_fuel(Limits::MAX_OUTPUT);
+        assert_eq!(largest, (16 << 20) * convert::LIFT_FUEL_PER_OUTPUT_BYTE + LIFT_HEADROOM);
+        assert_eq!(hostcall_fuel(u64::MAX), largest, "a limit past the largest is capped");
     }
 }

@@ -14,6 +14,7 @@ mod descriptors;
 mod egress;
 mod grants;
 mod loading;
+mod output;
 mod pinning;
 mod refusals;
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::*;
 
 /// The refusal records logged on this thread while it lives (JSON, one per line).
-struct Captured {
+pub(crate) struct Captured {
     lines: Arc<Mutex<Vec<u8>>>,
     _guard: tracing::subscriber::DefaultGuard,
 }
@@ -33,7 +33,7 @@ impl Write for Sink {
 
 impl Captured {
     /// Captures records on the current thread; `#[tokio::test]` runs the calls on it.
-    fn start() -> Captured {
+    pub(crate) fn start() -> Captured {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = Sink(lines.clone());
         let subscriber = tracing_subscriber::fmt()
@@ -46,7 +46,7 @@ impl Captured {
     }
 
     /// Every refusal record so far of `kind`.
-    fn refusals(&self, kind: RefusalKind) -> Vec<Value> {
+    pub(crate) fn refusals(&self, kind: RefusalKind) -> Vec<Value> {
         let text = String::from_utf8(self.lines.lock().expect("log buffer").clone()).expect("utf-8 log");
         text.lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -55,7 +55,7 @@ impl Captured {
     }
 
     /// What each refusal of `kind` so far.
-    fn attempts(&self, kind: RefusalKind) -> Vec<String> {
+    pub(crate) fn attempts(&self, kind: RefusalKind) -> Vec<String> {
         self.refusals(kind).iter().map(|r| r["attempt"].as_str().unwrap_or_default().to_owned()).collect()
     }
 }
