@@ -558,13 +558,13 @@ pub const ATTACKS: &[Attack] = &[
         twin: twin(SMALL_OUTPUT, "many_blocks", r#"{"count":10}"#, r#""content":[{"#),
     },
     Attack {
-        name: "result_too_big_to_copy",
+        name: "result_too_big_to_lift",
         class: Class::Results,
         component: Component::Hostile,
         grant: NOTHING,
         call: Some(call("many_blocks", r#"{"count":100000}"#)),
-        expect: Expect::ToolError("too much data is being copied"),
-        recorded: Recorded::CallFailed("too much data is being copied"),
+        expect: Expect::ToolError("exceeded its output limit"),
+        recorded: Recorded::Refusal("output"),
         twin: twin(NOTHING, "many_blocks", r#"{"count":1000}"#, r#""content":[{"#),
     },
     Attack {

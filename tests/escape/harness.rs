@@ -304,7 +304,7 @@ fn is_recorded(recorded: Recorded, record: &Value) -> bool {
     let text = |key: &str| record[key].as_str().unwrap_or_default().to_owned();
     match recorded {
         Recorded::Refusal(kind) => {
-            text("message").starts_with("refused") && record["kind"] == kind && !text("target").is_empty() && !text("target").starts_with("paddock::")
+            text("message").starts_with("refused") && record["kind"] == kind && !text("attempt").is_empty()
         }
         Recorded::CallFailed(error) => text("message") == "tool call failed" && text("error").contains(error),
         Recorded::NotLoaded(reason) => text("message").contains("plugin not loaded") && text("message").contains(reason),
@@ -378,7 +378,7 @@ pub async fn run(attack: &Attack, servers: &Servers) -> Result<String> {
             let record = host.log.expect(&format!("{recorded:?} naming `{ATTACKER}`"), |r| is_recorded(recorded, r)).await?;
             let field = |key: &str| record[key].as_str().unwrap_or_default().to_owned();
             match recorded {
-                Recorded::Refusal(kind) => format!("refusal kind={kind} target={}", field("target")),
+                Recorded::Refusal(kind) => format!("refusal kind={kind} attempt={}", field("attempt")),
                 _ => format!("{}: {}", field("message"), field("error")).chars().take(160).collect(),
             }
         }
