@@ -23,6 +23,13 @@ pub const ANSWERS_WITHIN: Duration = Duration::from_secs(1);
 const ATTACK_ANSWERED_WITHIN: Duration = Duration::from_secs(20);
 /// How long to wait for a log record that must come.
 const RECORD_WITHIN: Duration = Duration::from_secs(5);
+/// The most log records that may name the attacker over one attack: the guest output budget
+/// (256 records a call), at most 8 logged refusals of each kind, and the call's own warnings.
+/// A flood that reached the log unbounded would write tens of thousands.
+const MAX_RECORDS_PER_ATTACK: usize = 400;
+/// The most notifications the client may receive for one attack: the log budget (1000 records
+/// a call) and the change notices (64 of each kind).
+const MAX_NOTIFICATIONS_PER_ATTACK: usize = 1_200;
 /// Text no attack's answer may contain: the content of files, servers and environment the
 /// plugin was not granted.
 const NEVER_LEAKED: [&str; 4] = ["SECRET", DECOY_BODY, "RUST_LOG", "root:x:0:0"];
@@ -159,6 +166,15 @@ impl Log {
         Log { records, seen: Vec::new() }
     }
 
+    /// Every record, once the host has exited and closed its stderr.
+    async fn all(mut self) -> Result<Vec<Value>> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while let Some(record) = tokio::time::timeout_at(deadline, self.records.recv()).await.context("stderr still open after the host exited")? {
+            self.seen.push(record);
+        }
+        Ok(self.seen)
+    }
+
     /// Waits (at most `RECORD_WITHIN`) for a record that `wanted` accepts.
     pub async fn expect(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Result<Value> {
         if let Some(found) = self.seen.iter().find(|r| wanted(r)) {
@@ -186,14 +202,16 @@ pub struct Host {
     pub log: Log,
     early: HashMap<i64, Value>,
     next_id: i64,
+    /// Notifications received so far.
+    pub notifications: usize,
 }
 
 impl Host {
     /// Starts `paddock serve` on `plugins` with JSON logs at `warn` and initializes a session.
     pub async fn start(plugins: &Path) -> Result<Host> {
-        let mut stdio = StdioHost::start_logging(plugins, &["--log-format", "json"], "warn,plugin=off", Stdio::piped())?;
+        let mut stdio = StdioHost::start_logging(plugins, &["--log-format", "json"], "info", Stdio::piped())?;
         let log = Log::watch(stdio.take_stderr().context("piped stderr")?);
-        let mut host = Host { stdio, log, early: HashMap::new(), next_id: 1_000 };
+        let mut host = Host { stdio, log, early: HashMap::new(), next_id: 1_000, notifications: 0 };
         let id = host.send("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "escape", "version": "0"}})).await?;
         host.reply(id, Duration::from_secs(30)).await?;
         host.stdio.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await?;
@@ -217,8 +235,12 @@ impl Host {
                 return Ok(reply);
             }
             let message = tokio::time::timeout_at(deadline, self.stdio.recv()).await.with_context(|| format!("no reply to {id} within {limit:?}"))??;
-            if let Some(other) = message.get("id").and_then(Value::as_i64) {
-                self.early.insert(other, message);
+            match message.get("id").and_then(Value::as_i64) {
+                Some(other) => {
+                    self.early.insert(other, message);
+                }
+                None if message.get("method").is_some() => self.notifications += 1,
+                None => bail!("a reply without a usable id: {message}"),
             }
         }
     }
@@ -259,11 +281,11 @@ impl Host {
         Ok(())
     }
 
-    /// Closes stdin; the host must exit with 0 soon.
-    pub async fn close(self) -> Result<()> {
+    /// Closes stdin; the host must exit with 0 soon. Returns every log record it wrote.
+    pub async fn close(self) -> Result<Vec<Value>> {
         let code = self.stdio.close_within(Duration::from_secs(15)).await?;
         ensure!(code == 0, "the host exited with {code}");
-        Ok(())
+        self.log.all().await
     }
 }
 
@@ -393,6 +415,14 @@ pub async fn run(attack: &Attack, servers: &Servers) -> Result<String> {
     let result = reply.get("result").with_context(|| format!("the twin got no result: {reply}"))?;
     ensure!(result["isError"] != true && result.to_string().contains(attack.twin.answers), "the permitted twin failed: {reply}");
 
-    host.close().await?;
-    Ok(format!("{answered} | {record}"))
+    // 5. The log stayed bounded and complete (the lossy writer dropped nothing), and the host
+    // exited cleanly.
+    let notifications = host.notifications;
+    ensure!(notifications <= MAX_NOTIFICATIONS_PER_ATTACK, "the client got {notifications} notifications");
+    let records = host.close().await?;
+    let naming_attacker = records.iter().filter(|r| r["plugin"] == ATTACKER).count();
+    ensure!(naming_attacker <= MAX_RECORDS_PER_ATTACK, "{naming_attacker} log records name the attacker");
+    let lost: Vec<_> = records.iter().filter(|r| r["message"].as_str().is_some_and(|m| m.starts_with("log records were dropped"))).collect();
+    ensure!(lost.is_empty(), "the log lost records: {lost:?}");
+    Ok(format!("{answered} | {record} | {naming_attacker} records, {notifications} notifications"))
 }

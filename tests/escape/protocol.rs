@@ -98,7 +98,8 @@ pub async fn fuzz_all() -> Result<()> {
         ensure!(reply["error"]["code"] == fuzz.code, "{}: expected code {}, got {reply}", fuzz.name, fuzz.code);
         host.answers_others(fuzz.name).await?;
     }
-    host.close().await
+    host.close().await?;
+    Ok(())
 }
 
 /// What the answers to the pipelined calls were.
