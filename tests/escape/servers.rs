@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpListener, TcpStream};
 
 /// The body the granted server answers with.
 pub const GRANTED_BODY: &str = "GRANTED-BODY";
@@ -41,7 +41,8 @@ pub struct Servers {
     /// A UDP socket that counts the datagrams it is sent.
     pub udp: u16,
     decoy_connections: Arc<AtomicUsize>,
-    udp_socket: UdpSocket,
+    /// Non-blocking, never read: a datagram sent to it stays queued for `udp_datagram_arrived`.
+    udp_socket: std::net::UdpSocket,
 }
 
 impl Servers {
@@ -58,7 +59,8 @@ impl Servers {
         let (silent, _) = serve(Behaviour::Silent).await;
         let (endless, _) = serve(Behaviour::Endless).await;
         let (drip, _) = serve(Behaviour::Drip).await;
-        let udp_socket = UdpSocket::bind("127.0.0.1:0").await.expect("bind the UDP decoy");
+        let udp_socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind the UDP decoy");
+        udp_socket.set_nonblocking(true).expect("non-blocking UDP decoy");
         Servers {
             granted: granted.port(),
             decoy: decoy.port(),
@@ -78,10 +80,11 @@ impl Servers {
         self.decoy_connections.load(Ordering::SeqCst)
     }
 
-    /// Whether a datagram is waiting at the UDP decoy (it is never read, so any one sent stays).
+    /// Whether a datagram is waiting at the UDP decoy (it is never read, so any one sent stays;
+    /// loopback delivers a datagram before `send` returns).
     pub fn udp_datagram_arrived(&self) -> bool {
         let mut buf = [0u8; 64];
-        self.udp_socket.try_peek_from(&mut buf).is_ok()
+        self.udp_socket.peek_from(&mut buf).is_ok()
     }
 }
 
