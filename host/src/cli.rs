@@ -195,7 +195,11 @@ async fn serve(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         tracing::warn!("{problem}");
     }
     for problem in &loaded.report.problems {
-        tracing::error!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
+        tracing::error!(
+            plugin = problem_plugin(problem).map(crate::escape::Escaped).map(tracing::field::display),
+            "plugin not loaded: {}",
+            crate::escape::Escaped(&problem.to_string())
+        );
     }
     for error in &loaded.router_errors {
         tracing::error!("{}", crate::escape::Escaped(&error.to_string()));
@@ -210,6 +214,13 @@ async fn serve(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
     );
     crate::transport::stdio::serve_process(router).await.context("stdio transport failed")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The plugin a load problem is about, when it is about a plugin file: the file's stem, which
+/// is the plugin's id.
+fn problem_plugin(problem: &crate::runtime::LoadProblem) -> Option<&str> {
+    let path = &problem.path;
+    path.extension().is_some_and(|e| e == "wasm").then(|| path.file_stem().and_then(|s| s.to_str())).flatten()
 }
 
 async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {

@@ -165,6 +165,15 @@ impl StdioHost {
         Ok(())
     }
 
+    /// Writes raw bytes followed by a newline (for lines that are not UTF-8).
+    pub async fn send_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("stdin already closed")?;
+        stdin.write_all(bytes).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
     /// Reads the next line from stdout; it must be one JSON value.
     pub async fn recv(&mut self) -> Result<Value> {
         let line = tokio::time::timeout(WAIT, self.stdout.next_line())
