@@ -238,4 +238,70 @@ mod tests {
             Ok(Message::Response { outcome: Err(_), .. })
         ));
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                ".{0,8}".prop_map(Value::String),
+                Just(Value::String("2.0".into())),
+                Just(Value::String("tools/call".into())),
+            ];
+            leaf.prop_recursive(3, 24, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    proptest::collection::btree_map(prop_oneof![Just("jsonrpc".to_owned()), Just("id".to_owned()), Just("method".to_owned()), Just("params".to_owned()), Just("result".to_owned()), Just("error".to_owned()), "[a-z]{1,4}"], inner, 0..6)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            /// Any text is a message or a rejection whose reply line is valid JSON-RPC; never a
+            /// panic.
+            #[test]
+            fn any_text_is_a_message_or_a_well_formed_rejection(frame in ".{0,64}") {
+                if let Err(rejection) = parse(&frame) {
+                    let reply: Value = serde_json::from_str(&rejection.to_line()).expect("the reply is JSON");
+                    prop_assert_eq!(&reply["jsonrpc"], "2.0");
+                    prop_assert!(reply["error"]["code"].is_i64());
+                }
+            }
+
+            /// Any JSON value is classified by the rules of JSON-RPC: a request keeps its id and
+            /// method, a notification has no id, and a rejection answers with the id only when
+            /// the id itself was valid.
+            #[test]
+            fn any_json_value_is_classified_by_the_rules(value in json()) {
+                let id = value.get("id").and_then(Id::from_value);
+                match from_value(value.clone()) {
+                    Ok(Message::Request { id: got, method, .. }) => {
+                        prop_assert_eq!(Some(got), id);
+                        prop_assert_eq!(Some(method.as_str()), value["method"].as_str());
+                        prop_assert_eq!(&value["jsonrpc"], "2.0");
+                    }
+                    Ok(Message::Notification { .. }) => {
+                        prop_assert!(value.get("id").is_none());
+                        prop_assert!(value["method"].is_string());
+                    }
+                    Ok(Message::Response { id: got, .. }) => {
+                        prop_assert_eq!(got, id);
+                        prop_assert!(value.get("method").is_none());
+                    }
+                    Err(rejection) => {
+                        prop_assert!(rejection.id.is_none() || rejection.id == id);
+                        prop_assert!(rejection.error.code == INVALID_REQUEST);
+                    }
+                }
+            }
+        }
+    }
 }

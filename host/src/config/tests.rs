@@ -172,3 +172,51 @@ fn every_bad_secret_is_reported_with_its_fix() {
     }
     assert!(config.grant("a").is_err());
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// TOML-ish text built from the keys and shapes a plugin table uses, so most cases reach
+    /// the validators rather than the TOML parser.
+    fn table_text() -> impl Strategy<Value = String> {
+        let value = prop_oneof![
+            Just("\"64MiB\"".to_owned()),
+            Just("\"10s\"".to_owned()),
+            Just("-1".to_owned()),
+            Just("99999999999999".to_owned()),
+            Just("[\"https://*.example.com\", \"http://10.0.0.0/8:*\"]".to_owned()),
+            Just("[{ host = \"..\", guest = \"/x\" }]".to_owned()),
+            Just("{ memory = \"1KiB\", output = \"1GiB\", descriptors = 3 }".to_owned()),
+            Just("[{ target = \"http://a.example\", header = \"Host\" }]".to_owned()),
+            "\"[ -~]{0,12}\"",
+            "[0-9]{1,6}",
+        ];
+        let key = prop_oneof![
+            Just("files"), Just("env"), Just("network"), Just("secrets"), Just("limits"), Just("expose"), Just("bogus")
+        ];
+        proptest::collection::vec((key, value), 0..6)
+            .prop_map(|pairs| pairs.into_iter().map(|(k, v)| format!("{k} = {v}\n")).collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Any plugin config loads or reports problems, each naming its file and a fix; a
+        /// plugin with any problem gets no grant, and one without problems gets exactly one.
+        #[test]
+        fn any_config_loads_or_reports_every_problem(text in table_text(), raw in ".{0,60}") {
+            for contents in [text.as_str(), raw.as_str()] {
+                let dir = folder(&[("a.wasm", ""), ("a.toml", contents)]);
+                let config = Config::load(dir.path(), None);
+                let problems: Vec<&ConfigError> = config.problems().iter().filter(|p| p.severity == Severity::Error).collect();
+                for p in &problems {
+                    prop_assert!(!p.fix.is_empty(), "{}", p);
+                    prop_assert!(p.file.starts_with(dir.path()), "{}", p);
+                }
+                prop_assert_eq!(config.grant("a").is_ok(), problems.is_empty(), "{:?}", problems);
+            }
+        }
+    }
+}

@@ -270,4 +270,35 @@ mod tests {
         let lines = split(&[b"0123456789", b"0123456789\nok\n"], 15);
         assert_eq!(lines, vec![Line::TooLong, Line::Complete(b"ok".to_vec())]);
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            /// However the input is cut into chunks, the splitter yields the same lines: every
+            /// newline-separated line up to the limit exactly, and `TooLong` for each longer one.
+            #[test]
+            fn lines_do_not_depend_on_how_the_input_is_chunked(
+                lines in proptest::collection::vec(proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..40), 0..12),
+                cuts in proptest::collection::vec(0usize..400, 0..10),
+                max in 1usize..32,
+            ) {
+                let input: Vec<u8> = lines.iter().flat_map(|l| l.iter().copied().chain(std::iter::once(b'\n'))).collect();
+                let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(input.len())).collect();
+                cuts.sort_unstable();
+                let mut chunks = Vec::new();
+                let mut start = 0;
+                for cut in cuts.into_iter().chain(std::iter::once(input.len())) {
+                    chunks.push(&input[start..cut]);
+                    start = cut;
+                }
+                let expected: Vec<Line> = lines.iter().map(|l| if l.len() > max { Line::TooLong } else { Line::Complete(l.clone()) }).collect();
+                prop_assert_eq!(split(&chunks, max), expected);
+            }
+        }
+    }
 }
