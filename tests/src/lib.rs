@@ -27,7 +27,7 @@ pub fn paddock_bin() -> PathBuf {
     // target/<profile>/deps/it-<hash> → target/<profile>/paddock
     let profile_dir = exe.parent().and_then(Path::parent).expect("test binary lives in target/<profile>/deps");
     let bin = profile_dir.join("paddock");
-    assert!(bin.exists(), "{} is missing: run `cargo build --release -p paddock` (scripts/test does)", bin.display());
+    assert!(bin.exists(), "{} is missing: run `cargo test --release --workspace --no-run` (scripts/test does)", bin.display());
     bin
 }
 
