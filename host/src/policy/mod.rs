@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub use address::{SpecialUse, canonical as canonical_ip, special_use};
 pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
-pub use network::{OutboundRules, Target, parse_exact_target};
+pub use network::{OutboundRules, PatternProblem, Target, parse_exact_target};
 pub use refusal::RefusalKind;
 
 /// Everything one plugin is allowed to use.
@@ -155,7 +155,7 @@ pub struct PolicyError {
     /// The pattern as written.
     pub pattern: String,
     /// What is wrong with it.
-    pub message: String,
+    pub message: PatternProblem,
 }
 
 #[cfg(test)]

@@ -162,15 +162,48 @@ impl Rule {
     }
 }
 
+/// What is wrong with a network pattern or target as the operator wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternProblem {
+    #[error("expected `scheme://host[:port]`, for example `https://api.example.com`")]
+    NoScheme,
+    #[error("scheme `{0}` is not supported: use `http` or `https`")]
+    Scheme(String),
+    #[error("only `scheme://host[:port]` is allowed: no path, query or user info")]
+    NotJustAuthority,
+    #[error("port `{0}` is not a number from 1 to 65535 or `*`")]
+    Port(String),
+    #[error("the host is missing")]
+    NoHost,
+    #[error("`{0}` is not an IPv6 address")]
+    Ipv6(String),
+    #[error("`{written}` has host bits set: write `{meant}`")]
+    HostBits { written: IpNet, meant: IpNet },
+    #[error("`{0}` is not an IP range (write it as `10.0.0.0/8` or `[fd00::/8]`)")]
+    Range(String),
+    #[error("unclosed `[` in an IPv6 address")]
+    UnclosedBracket,
+    #[error("unexpected `{0}` after the host")]
+    AfterHost(String),
+    #[error("`{0}` is not a host name (a `*.` wildcard may only start it)")]
+    HostName(String),
+    #[error("`{0}` is neither a host name nor an IP address (IP addresses cannot be wildcarded)")]
+    NumericName(String),
+    #[error("name one port (`:*` is not allowed here)")]
+    AnyPort,
+    #[error("name one host (no `*.` wildcard or IP range)")]
+    ManyHosts,
+}
+
 /// Parses one exact target, `scheme://host[:port]` (no wildcard, no `:*`, no range), as a
 /// secret names it.
-pub fn parse_exact_target(text: &str) -> Result<Target, String> {
+pub fn parse_exact_target(text: &str) -> Result<Target, PatternProblem> {
     let rule = parse_rule(text)?;
-    let port = rule.port.ok_or("name one port (`:*` is not allowed here)")?;
+    let port = rule.port.ok_or(PatternProblem::AnyPort)?;
     let host = match rule.host {
         HostPattern::Exact(name) => name,
         HostPattern::Ip(ip) => ip.to_string(),
-        HostPattern::Subdomains(_) | HostPattern::Range(_) => return Err("name one host (no `*.` wildcard or IP range)".to_owned()),
+        HostPattern::Subdomains(_) | HostPattern::Range(_) => return Err(PatternProblem::ManyHosts),
     };
     Ok(Target::new(&rule.scheme, &host, port))
 }
@@ -179,21 +212,19 @@ fn default_port(scheme: &str) -> u16 {
     if scheme == "https" { 443 } else { 80 }
 }
 
-fn parse_rule(pattern: &str) -> Result<Rule, String> {
-    let (scheme, rest) =
-        pattern.split_once("://").ok_or("expected `scheme://host[:port]`, for example `https://api.example.com`")?;
+fn parse_rule(pattern: &str) -> Result<Rule, PatternProblem> {
+    let (scheme, rest) = pattern.split_once("://").ok_or(PatternProblem::NoScheme)?;
     let scheme = scheme.to_ascii_lowercase();
     if scheme != "http" && scheme != "https" {
-        return Err(format!("scheme `{scheme}` is not supported: use `http` or `https`"));
+        return Err(PatternProblem::Scheme(scheme));
     }
     let rest = rest.strip_suffix('/').unwrap_or(rest);
-    const ONLY_AUTHORITY: &str = "only `scheme://host[:port]` is allowed: no path, query or user info";
     if rest.contains(['?', '#', '@']) {
-        return Err(ONLY_AUTHORITY.to_owned());
+        return Err(PatternProblem::NotJustAuthority);
     }
     let (host, port) = split_host_port(rest)?;
     if host.contains('/') && parse_range(host).is_none() {
-        return Err(ONLY_AUTHORITY.to_owned());
+        return Err(PatternProblem::NotJustAuthority);
     }
     let port = match port {
         None => Some(default_port(&scheme)),
@@ -202,12 +233,12 @@ fn parse_rule(pattern: &str) -> Result<Rule, String> {
             p.parse::<u16>()
                 .ok()
                 .filter(|p| *p != 0)
-                .ok_or(format!("port `{p}` is not a number from 1 to 65535 or `*`"))?,
+                .ok_or_else(|| PatternProblem::Port(p.to_owned()))?,
         ),
     };
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if host.is_empty() {
-        return Err("the host is missing".to_owned());
+        return Err(PatternProblem::NoHost);
     }
     let host = if let Some(range) = parse_range(&host) {
         let net = range?;
@@ -216,7 +247,7 @@ fn parse_rule(pattern: &str) -> Result<Rule, String> {
         check_name(suffix)?;
         HostPattern::Subdomains(suffix.to_owned())
     } else if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        HostPattern::Ip(IpAddr::V6(v6.parse::<Ipv6Addr>().map_err(|_| format!("`{v6}` is not an IPv6 address"))?))
+        HostPattern::Ip(IpAddr::V6(v6.parse::<Ipv6Addr>().map_err(|_| PatternProblem::Ipv6(v6.to_owned()))?))
     } else if let Ok(ip) = host.parse::<IpAddr>() {
         HostPattern::Ip(ip)
     } else {
@@ -227,27 +258,27 @@ fn parse_rule(pattern: &str) -> Result<Rule, String> {
 }
 
 /// A CIDR range host (`10.0.0.0/8`, `[fd00::/8]`): `None` when `host` is not written as one.
-fn parse_range(host: &str) -> Option<Result<IpNet, String>> {
+fn parse_range(host: &str) -> Option<Result<IpNet, PatternProblem>> {
     let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
     let (addr, _) = bare.split_once('/')?;
     addr.parse::<IpAddr>().ok()?;
     Some(match bare.parse::<IpNet>() {
         Ok(net) if net.trunc() == net => Ok(net),
-        Ok(net) => Err(format!("`{net}` has host bits set: write `{}`", net.trunc())),
-        Err(_) => Err(format!("`{bare}` is not an IP range (write it as `10.0.0.0/8` or `[fd00::/8]`)")),
+        Ok(net) => Err(PatternProblem::HostBits { written: net, meant: net.trunc() }),
+        Err(_) => Err(PatternProblem::Range(bare.to_owned())),
     })
 }
 
-fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), String> {
+fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), PatternProblem> {
     if rest.starts_with('[') {
-        let end = rest.find(']').ok_or("unclosed `[` in an IPv6 address")?;
+        let end = rest.find(']').ok_or(PatternProblem::UnclosedBracket)?;
         let (host, after) = rest.split_at(end + 1);
         match after {
             "" => Ok((host, None)),
             _ => after
                 .strip_prefix(':')
                 .map(|p| (host, Some(p)))
-                .ok_or_else(|| format!("unexpected `{after}` after the host")),
+                .ok_or_else(|| PatternProblem::AfterHost(after.to_owned())),
         }
     } else {
         match rest.rsplit_once(':') {
@@ -257,17 +288,17 @@ fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), String> {
     }
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), PatternProblem> {
     let ok = !name.is_empty()
         && name.split('.').all(|label| {
             !label.is_empty() && label.len() <= 63 && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
     if !ok {
-        return Err(format!("`{name}` is not a host name (a `*.` wildcard may only start it)"));
+        return Err(PatternProblem::HostName(name.to_owned()));
     }
     // No top-level domain is numeric: `1.2.3` or `*.0.0.1` is a mistyped or wildcarded IP.
     if name.rsplit('.').next().is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit())) {
-        return Err(format!("`{name}` is neither a host name nor an IP address (IP addresses cannot be wildcarded)"));
+        return Err(PatternProblem::NumericName(name.to_owned()));
     }
     Ok(())
 }

@@ -102,7 +102,7 @@ fn ranges_cover_ip_literals_in_them_and_nothing_else() {
     assert!(!allowed(&r, "https", "fd12::1", 8443));
     assert_eq!(r.patterns(), vec!["http://10.0.0.0/8:*".to_owned(), "https://[fd00::/8]:443".to_owned()]);
     let errors = OutboundRules::parse(&["http://10.0.0.1/8".to_owned(), "http://10.0.0.0/33".to_owned()]).expect_err("bad ranges");
-    assert!(errors[0].message.contains("10.0.0.0/8"), "{}", errors[0]);
+    assert!(errors[0].message.to_string().contains("10.0.0.0/8"), "{}", errors[0]);
     assert_eq!(errors.len(), 2);
 }
 
