@@ -1,0 +1,1 @@
+//! Input requests and answers at the WIT boundary.
