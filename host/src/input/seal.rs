@@ -123,9 +123,14 @@ impl StateKey {
         StateKey { cipher: XChaCha20Poly1305::new(&key) }
     }
 
-    /// Seals a round for a client to hand back with its answers.
+    /// Seals a round for a client to hand back with its answers within `STATE_TTL`.
     pub fn seal(&self, binding: &Binding<'_>, round: &Round) -> String {
-        self.seal_at(binding, round, now() + STATE_TTL.as_secs())
+        self.seal_for(binding, round, STATE_TTL)
+    }
+
+    /// Seals a round that may be answered for `ttl` (a zero `ttl` has expired already).
+    pub fn seal_for(&self, binding: &Binding<'_>, round: &Round, ttl: Duration) -> String {
+        self.seal_at(binding, round, now() + ttl.as_secs())
     }
 
     fn seal_at(&self, binding: &Binding<'_>, round: &Round, expires_at: u64) -> String {
@@ -188,7 +193,7 @@ impl StateKey {
         }
         let header: Value = serde_json::from_slice(&rest[..len]).map_err(|_| SealError::Invalid)?;
         let expires_at = header.get("exp").and_then(Value::as_u64).ok_or(SealError::Invalid)?;
-        if now > expires_at {
+        if now >= expires_at {
             return Err(SealError::Expired);
         }
         let requests = header

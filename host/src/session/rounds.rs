@@ -205,7 +205,7 @@ impl Session {
                 // Ask again for what is missing only, carrying what was answered.
                 let plugin = self.owner(target).ok_or_else(|| unknown(target, era))?;
                 round.requests = missing;
-                return Ok(input_required_result(&round.requests, key.seal(&binding(&plugin, target, caller.as_deref()), &round)));
+                return Ok(input_required_result(&round.requests, key.seal_for(&binding(&plugin, target, caller.as_deref()), &round, self.server.state_ttl)));
             }
             context.input_responses = round.answered;
             context.state = round.plugin_state;
@@ -218,7 +218,7 @@ impl Session {
             Outcome::InputRequired(required) => {
                 refuse_undeclared(&required, &client_capabilities, &plugin)?;
                 let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
-                Ok(input_required_result(&round.requests, key.seal(&binding(&plugin, target, caller.as_deref()), &round)))
+                Ok(input_required_result(&round.requests, key.seal_for(&binding(&plugin, target, caller.as_deref()), &round, self.server.state_ttl)))
             }
         }
     }

@@ -17,17 +17,19 @@ pub struct Server {
     pub(crate) router: Arc<Router>,
     pub(crate) state_key: StateKey,
     pub(crate) input_timeout: Duration,
+    pub(crate) state_ttl: Duration,
 }
 
 impl Server {
     /// A server for `router`, sealing request states with `state_key`.
     pub fn new(router: Arc<Router>, state_key: StateKey) -> Arc<Server> {
-        Arc::new(Server { router, state_key, input_timeout: DEFAULT_INPUT_TIMEOUT })
+        Arc::new(Server { router, state_key, input_timeout: DEFAULT_INPUT_TIMEOUT, state_ttl: crate::input::seal::STATE_TTL })
     }
 
-    /// The same server with another limit on waiting for a client's answers.
-    pub fn with_input_timeout(router: Arc<Router>, state_key: StateKey, input_timeout: Duration) -> Arc<Server> {
-        Arc::new(Server { router, state_key, input_timeout })
+    /// A server with its own limits on waiting for a legacy client's answers and on how long a
+    /// sealed request state may be answered.
+    pub fn with_limits(router: Arc<Router>, state_key: StateKey, input_timeout: Duration, state_ttl: Duration) -> Arc<Server> {
+        Arc::new(Server { router, state_key, input_timeout, state_ttl })
     }
 
     /// The router in use.
