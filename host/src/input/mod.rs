@@ -104,6 +104,14 @@ pub enum Outcome<T> {
 }
 
 impl<T> Outcome<T> {
+    /// The complete value, or the input the call needs.
+    pub fn into_complete(self) -> Result<T, InputRequired> {
+        match self {
+            Outcome::Complete(value) => Ok(value),
+            Outcome::InputRequired(required) => Err(required),
+        }
+    }
+
     /// Maps the complete value.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
         match self {

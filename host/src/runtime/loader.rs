@@ -59,6 +59,8 @@ pub enum LoadError {
     Compile(String),
     #[error("it targets another world: it does not export {missing} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.2.0")]
     OtherWorld { missing: String, found: String },
+    #[error("it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/plugin.wit")]
+    OtherContract { version: String },
     #[error("cannot link the host interfaces: {0}")]
     Link(String),
     #[error("it imports something the host does not provide (not a paddock:plugin@0.2.0 plugin?): {0}")]
@@ -293,6 +295,9 @@ async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component,
     Ok((component, outcome))
 }
 
+/// The contract version this host loads.
+pub const CONTRACT_VERSION: &str = "0.2.0";
+
 /// Checks that the component exports the `paddock:plugin@0.2.0` interfaces.
 fn check_world(component: &Component) -> Result<(), LoadError> {
     let ty = component.component_type();
@@ -300,6 +305,11 @@ fn check_world(component: &Component) -> Result<(), LoadError> {
     let missing: Vec<&str> = REQUIRED_EXPORTS.iter().copied().filter(|r| !exports.iter().any(|e| e == r)).collect();
     if missing.is_empty() {
         return Ok(());
+    }
+    // `paddock:plugin/tools@0.1.0`: our interfaces at another version.
+    let other_version = exports.iter().find_map(|e| e.strip_prefix("paddock:plugin/tools@")).filter(|v| *v != CONTRACT_VERSION);
+    if let Some(version) = other_version {
+        return Err(LoadError::OtherContract { version: version.chars().take(32).collect() });
     }
     let found = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
     Err(LoadError::OtherWorld { missing: missing.join(", "), found })
