@@ -6,10 +6,11 @@ use std::fmt::Display;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::bindings::exports::paddock::plugin::tools::CallResult;
+use crate::bindings::exports::paddock::plugin::tools::{CallOutcome, CallResult};
 use crate::bindings::paddock::plugin::types::{
-    ContentBlock, EmbeddedResource, Error, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
+    ContentBlock, EmbeddedResource, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
 };
+use crate::request::{Error, Halt, Request};
 use crate::schema;
 
 /// One content block of a tool result or prompt message.
@@ -19,17 +20,17 @@ pub struct Content(pub(crate) ContentBlock);
 impl Content {
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Content {
-        Content(ContentBlock::Text(TextContent { text: text.into(), annotations: None }))
+        Content(ContentBlock::Text(TextContent { text: text.into(), annotations: None, meta: None }))
     }
 
     /// An image; the host sends `data` as base64.
     pub fn image(data: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Content {
-        Content(ContentBlock::Image(MediaContent { data: data.into(), mime_type: mime_type.into(), annotations: None }))
+        Content(ContentBlock::Image(MediaContent { data: data.into(), mime_type: mime_type.into(), annotations: None, meta: None }))
     }
 
     /// An audio clip; the host sends `data` as base64.
     pub fn audio(data: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Content {
-        Content(ContentBlock::Audio(MediaContent { data: data.into(), mime_type: mime_type.into(), annotations: None }))
+        Content(ContentBlock::Audio(MediaContent { data: data.into(), mime_type: mime_type.into(), annotations: None, meta: None }))
     }
 
     /// A link to a resource the client may read.
@@ -43,6 +44,7 @@ impl Content {
             size: None,
             icons: Vec::new(),
             annotations: None,
+            meta: None,
         }))
     }
 
@@ -61,6 +63,7 @@ fn embedded(uri: String, mime_type: Option<&str>, body: ResourceBody) -> Content
     Content(ContentBlock::Resource(EmbeddedResource {
         resource: ResourceContents { uri, mime_type: mime_type.map(str::to_owned), body, meta: None },
         annotations: None,
+        meta: None,
     }))
 }
 
@@ -113,6 +116,14 @@ pub trait IntoToolResult {
 
     /// The WIT result.
     fn into_call_result(self) -> CallResult;
+
+    /// The WIT outcome: the result, or (for an [`Error`] that needs input) the questions.
+    fn into_outcome(self, _request: &Request) -> CallOutcome
+    where
+        Self: Sized,
+    {
+        CallOutcome::Complete(self.into_call_result())
+    }
 }
 
 pub(crate) fn call_result(content: Vec<Content>, structured: Option<String>, is_error: bool) -> CallResult {
@@ -156,7 +167,7 @@ impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
     }
 }
 
-impl<R: IntoToolResult, E: Display> IntoToolResult for Result<R, E> {
+impl<R: IntoToolResult, E: Display> IntoToolResult for std::result::Result<R, E> {
     fn output_schema() -> Option<String> {
         R::output_schema()
     }
@@ -169,9 +180,30 @@ impl<R: IntoToolResult, E: Display> IntoToolResult for Result<R, E> {
     }
 }
 
+impl<R: IntoToolResult> IntoToolResult for std::result::Result<R, Error> {
+    fn output_schema() -> Option<String> {
+        R::output_schema()
+    }
+
+    fn into_call_result(self) -> CallResult {
+        match self {
+            Ok(value) => value.into_call_result(),
+            Err(Error(Halt::Failed(message))) => call_result(vec![Content::text(message)], None, true),
+            Err(Error(Halt::NeedsInput)) => call_result(vec![Content::text("this tool needs input the client was not asked for")], None, true),
+        }
+    }
+
+    fn into_outcome(self, request: &Request) -> CallOutcome {
+        match self {
+            Err(Error(Halt::NeedsInput)) => CallOutcome::InputRequired(request.input_required()),
+            other => CallOutcome::Complete(other.into_call_result()),
+        }
+    }
+}
+
 /// A type a `#[resource]` or `#[resource_template]` function may return.
 pub trait IntoResourceBody {
-    /// The body, or why it could not be read.
+    /// The body, or why it could not be read (or the input it needs first).
     fn into_body(self) -> Result<ResourceBody, Error>;
 }
 
@@ -193,15 +225,21 @@ impl IntoResourceBody for Blob {
     }
 }
 
-impl<R: IntoResourceBody, E: Display> IntoResourceBody for Result<R, E> {
+impl<R: IntoResourceBody, E: Display> IntoResourceBody for std::result::Result<R, E> {
     fn into_body(self) -> Result<ResourceBody, Error> {
-        self.map_err(|e| Error::Failed(e.to_string())).and_then(IntoResourceBody::into_body)
+        self.map_err(|e| Error::failed(e.to_string())).and_then(IntoResourceBody::into_body)
+    }
+}
+
+impl<R: IntoResourceBody> IntoResourceBody for std::result::Result<R, Error> {
+    fn into_body(self) -> Result<ResourceBody, Error> {
+        self.and_then(IntoResourceBody::into_body)
     }
 }
 
 /// A type a `#[prompt]` function may return.
 pub trait IntoPromptMessages {
-    /// The messages, or why the prompt could not be rendered.
+    /// The messages, or why the prompt could not be rendered (or the input it needs first).
     fn into_messages(self) -> Result<Vec<PromptMessage>, Error>;
 }
 
@@ -217,8 +255,14 @@ impl IntoPromptMessages for Vec<PromptMessage> {
     }
 }
 
-impl<R: IntoPromptMessages, E: Display> IntoPromptMessages for Result<R, E> {
+impl<R: IntoPromptMessages, E: Display> IntoPromptMessages for std::result::Result<R, E> {
     fn into_messages(self) -> Result<Vec<PromptMessage>, Error> {
-        self.map_err(|e| Error::Failed(e.to_string())).and_then(IntoPromptMessages::into_messages)
+        self.map_err(|e| Error::failed(e.to_string())).and_then(IntoPromptMessages::into_messages)
+    }
+}
+
+impl<R: IntoPromptMessages> IntoPromptMessages for std::result::Result<R, Error> {
+    fn into_messages(self) -> Result<Vec<PromptMessage>, Error> {
+        self.and_then(IntoPromptMessages::into_messages)
     }
 }

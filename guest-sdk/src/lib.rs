@@ -29,7 +29,9 @@
 //! Return types: `String` (one text block), [`Content`] or `Vec<Content>` (any blocks),
 //! [`Json<T>`] (structured content with an output schema), and `Result<_, E: Display>`, where
 //! `Err` becomes an error result the model can read. Invalid arguments become error results too.
-//! Host calls (logging, progress, cancellation, elicitation, sampling, roots) are in [`host`].
+//! A handler may also take a [`Request`] (after its arguments) to read the client's capabilities
+//! and ask it for input: a form, a page to visit, a completion from its model, its roots.
+//! Host calls (logging, progress, cancellation, change notices) are in [`host`].
 
 #![deny(missing_docs)]
 
@@ -39,12 +41,14 @@ pub mod bindings;
 mod content;
 pub mod host;
 mod registry;
+mod request;
 mod schema;
 mod uri;
 
 pub use content::{Blob, Content, IntoPromptMessages, IntoResourceBody, IntoToolResult, Json, PromptMessage};
 pub use paddock_sdk_macros::{prompt, resource, resource_template, tool};
 pub use registry::{Completing, Requests, ToolHints};
+pub use request::{Ask, Elicited, Error, ModelHint, ModelPreferences, Request, Result, Root, Sampling, SamplingResult, sampled_text};
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
 pub use serde_json;
@@ -54,7 +58,7 @@ pub use uri::UriVars;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bindings;
-    pub use crate::registry::{PromptDef, Registry, ResourceDef, TemplateDef, ToolDef, ToolHints};
+    pub use crate::registry::{PromptDef, Registry, ResourceDef, TemplateDef, ToolDef, ToolHints, ToolMeta};
 }
 
 /// Exports the plugin: its name and version, and the tools, resources, resource templates and
@@ -113,6 +117,7 @@ macro_rules! export_plugin {
         const _: () = {
             use $crate::__private::bindings::exports::paddock::plugin as __exports;
             use $crate::__private::bindings::paddock::plugin::types as __types;
+            use $crate::__private::bindings::paddock::plugin::context as __context;
 
             impl __exports::metadata::Guest for __PaddockPlugin {
                 fn info() -> __exports::metadata::PluginInfo {
@@ -121,38 +126,38 @@ macro_rules! export_plugin {
             }
 
             impl __exports::tools::Guest for __PaddockPlugin {
-                fn list_tools() -> ::std::vec::Vec<__exports::tools::Tool> {
+                fn list_tools() -> __exports::tools::ToolList {
                     __paddock_registry().list_tools()
                 }
-                fn call_tool(name: ::std::string::String, arguments: ::std::string::String) -> ::core::result::Result<__exports::tools::CallResult, __types::Error> {
-                    __paddock_registry().call_tool(&name, &arguments)
+                fn call_tool(context: __context::RequestContext, name: ::std::string::String, arguments: ::std::string::String) -> ::core::result::Result<__exports::tools::CallOutcome, __types::Error> {
+                    __paddock_registry().call_tool(context, &name, &arguments)
                 }
             }
 
             impl __exports::resources::Guest for __PaddockPlugin {
-                fn list_resources() -> ::std::vec::Vec<__exports::resources::Resource> {
+                fn list_resources() -> __exports::resources::ResourceList {
                     __paddock_registry().list_resources()
                 }
-                fn list_resource_templates() -> ::std::vec::Vec<__exports::resources::ResourceTemplate> {
+                fn list_resource_templates() -> __exports::resources::TemplateList {
                     __paddock_registry().list_resource_templates()
                 }
-                fn read_resource(uri: ::std::string::String) -> ::core::result::Result<::std::vec::Vec<__types::ResourceContents>, __types::Error> {
-                    __paddock_registry().read_resource(&uri)
+                fn read_resource(context: __context::RequestContext, uri: ::std::string::String) -> ::core::result::Result<__exports::resources::ReadOutcome, __types::Error> {
+                    __paddock_registry().read_resource(context, &uri)
                 }
             }
 
             impl __exports::prompts::Guest for __PaddockPlugin {
-                fn list_prompts() -> ::std::vec::Vec<__exports::prompts::Prompt> {
+                fn list_prompts() -> __exports::prompts::PromptList {
                     __paddock_registry().list_prompts()
                 }
-                fn get_prompt(name: ::std::string::String, arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>) -> ::core::result::Result<__exports::prompts::PromptResult, __types::Error> {
-                    __paddock_registry().get_prompt(&name, &arguments)
+                fn get_prompt(context: __context::RequestContext, name: ::std::string::String, arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>) -> ::core::result::Result<__exports::prompts::PromptOutcome, __types::Error> {
+                    __paddock_registry().get_prompt(context, &name, &arguments)
                 }
             }
 
             impl __exports::completion::Guest for __PaddockPlugin {
-                fn complete(request: __exports::completion::CompletionRequest) -> ::core::result::Result<__exports::completion::CompletionResult, __types::Error> {
-                    __paddock_registry().complete(&request)
+                fn complete(context: __context::RequestContext, request: __exports::completion::CompletionRequest) -> ::core::result::Result<__exports::completion::CompletionResult, __types::Error> {
+                    __paddock_registry().complete(context, &request)
                 }
             }
         };

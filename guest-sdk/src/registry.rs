@@ -8,11 +8,13 @@ use serde_json::{Map, Value};
 
 use crate::bindings::exports::paddock::plugin::completion::{CompletionRequest, CompletionResult, CompletionTarget};
 use crate::bindings::exports::paddock::plugin::metadata::{FileRequest, PluginInfo, RequestedCapabilities};
-use crate::bindings::exports::paddock::plugin::prompts::{self, PromptArgument, PromptResult};
-use crate::bindings::exports::paddock::plugin::resources;
-use crate::bindings::exports::paddock::plugin::tools::{self, CallResult, ToolAnnotations};
-use crate::bindings::paddock::plugin::types::{Error, ResourceBody, ResourceContents};
+use crate::bindings::exports::paddock::plugin::prompts::{self, PromptArgument, PromptOutcome, PromptResult};
+use crate::bindings::exports::paddock::plugin::resources::{self, ReadOutcome, ReadResult};
+use crate::bindings::exports::paddock::plugin::tools::{self, CallOutcome, CallResult, TaskSupport, ToolAnnotations};
+use crate::bindings::paddock::plugin::context::RequestContext;
+use crate::bindings::paddock::plugin::types::{Error as WitError, ResourceBody, ResourceContents};
 use crate::content::{Content, IntoPromptMessages, IntoResourceBody, IntoToolResult, call_result};
+use crate::request::{Error, Halt, Request};
 use crate::schema;
 use crate::uri::{UriVars, match_template};
 
@@ -29,53 +31,81 @@ pub struct ToolHints {
     pub open_world: bool,
 }
 
+/// What `#[tool]` says about a tool besides its function.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolMeta {
+    /// The tool's name.
+    pub name: &'static str,
+    /// Its display title.
+    pub title: Option<&'static str>,
+    /// What it does, for the model.
+    pub description: Option<&'static str>,
+    /// Its behaviour hints.
+    pub hints: ToolHints,
+    /// Client capabilities a call needs, as dotted paths separated by commas (`"sampling, elicitation.url"`).
+    pub requires: Option<&'static str>,
+}
+
+type ToolCall = Box<dyn Fn(&str, &Request) -> CallOutcome>;
+
 /// A registered tool.
 pub struct ToolDef {
-    name: &'static str,
-    title: Option<&'static str>,
-    description: Option<&'static str>,
-    hints: ToolHints,
+    meta: ToolMeta,
     input_schema: fn() -> Value,
     output_schema: fn() -> Option<String>,
-    call: Box<dyn Fn(&str) -> CallResult>,
+    call: ToolCall,
 }
 
 impl ToolDef {
     /// A tool whose argument object deserializes into `A`.
-    pub fn new<A, R>(name: &'static str, title: Option<&'static str>, description: Option<&'static str>, hints: ToolHints, f: fn(A) -> R) -> ToolDef
+    pub fn new<A, R>(meta: ToolMeta, f: fn(A) -> R) -> ToolDef
     where
         A: DeserializeOwned + JsonSchema + 'static,
         R: IntoToolResult + 'static,
     {
+        ToolDef::with_request::<A, R>(meta, move |args, _| f(args))
+    }
+
+    /// A tool taking its arguments and the request.
+    pub fn with_request<A, R>(meta: ToolMeta, f: impl Fn(A, &Request) -> R + 'static) -> ToolDef
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        R: IntoToolResult + 'static,
+    {
+        let name = meta.name;
         ToolDef {
-            name,
-            title,
-            description,
-            hints,
+            meta,
             input_schema: schema::input_of::<A>,
             output_schema: R::output_schema,
-            call: Box::new(move |arguments| match serde_json::from_str::<A>(arguments) {
-                Ok(args) => f(args).into_call_result(),
-                Err(err) => invalid_arguments(name, &err),
+            call: Box::new(move |arguments, request| match serde_json::from_str::<A>(arguments) {
+                Ok(args) => f(args, request).into_outcome(request),
+                Err(err) => CallOutcome::Complete(invalid_arguments(name, &err)),
             }),
         }
     }
 
     /// A tool that takes no arguments (any arguments sent are ignored).
-    pub fn without_arguments<R>(name: &'static str, title: Option<&'static str>, description: Option<&'static str>, hints: ToolHints, f: fn() -> R) -> ToolDef
-    where
-        R: IntoToolResult + 'static,
-    {
-        ToolDef { name, title, description, hints, input_schema: schema::no_arguments, output_schema: R::output_schema, call: Box::new(move |_| f().into_call_result()) }
+    pub fn without_arguments<R: IntoToolResult + 'static>(meta: ToolMeta, f: fn() -> R) -> ToolDef {
+        ToolDef::request_only(meta, move |_| f())
+    }
+
+    /// A tool that takes only the request.
+    pub fn request_only<R: IntoToolResult + 'static>(meta: ToolMeta, f: impl Fn(&Request) -> R + 'static) -> ToolDef {
+        ToolDef {
+            meta,
+            input_schema: schema::no_arguments,
+            output_schema: R::output_schema,
+            call: Box::new(move |_, request| f(request).into_outcome(request)),
+        }
     }
 
     fn descriptor(&self) -> tools::Tool {
-        let hints = self.hints;
+        let hints = self.meta.hints;
         let any_hint = hints.read_only || hints.destructive || hints.idempotent || hints.open_world;
         tools::Tool {
-            name: self.name.to_owned(),
-            title: self.title.map(str::to_owned),
-            description: self.description.map(str::to_owned),
+            name: self.meta.name.to_owned(),
+            title: self.meta.title.map(str::to_owned),
+            description: self.meta.description.map(str::to_owned),
             input_schema: (self.input_schema)().to_string(),
             output_schema: (self.output_schema)(),
             // Only what the author stated: an unstated hint keeps MCP's default.
@@ -88,14 +118,30 @@ impl ToolDef {
             }),
             icons: Vec::new(),
             meta: None,
+            task_support: TaskSupport::Forbidden,
+            required_client_capabilities: self.meta.requires.map(|r| capabilities_object(r).to_string()),
         }
     }
+}
+
+/// `"sampling, elicitation.url"` as a `ClientCapabilities` object: `{"sampling":{},"elicitation":{"url":{}}}`.
+pub(crate) fn capabilities_object(paths: &str) -> Value {
+    let mut root = Map::new();
+    for path in paths.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let mut node = &mut root;
+        for part in path.split('.') {
+            node = node.entry(part.to_owned()).or_insert_with(|| Value::Object(Map::new())).as_object_mut().expect("built as objects");
+        }
+    }
+    Value::Object(root)
 }
 
 /// Input validation errors are tool errors the model can read and fix (MCP SEP-1303).
 fn invalid_arguments(tool: &str, err: &serde_json::Error) -> CallResult {
     call_result(vec![Content::text(format!("invalid arguments for `{tool}`: {err}"))], None, true)
 }
+
+type Read = Box<dyn Fn(&Request) -> Result<ResourceBody, Error>>;
 
 /// A registered resource with a fixed URI.
 pub struct ResourceDef {
@@ -104,7 +150,7 @@ pub struct ResourceDef {
     title: Option<&'static str>,
     description: Option<&'static str>,
     mime_type: Option<&'static str>,
-    read: Box<dyn Fn() -> Result<ResourceBody, Error>>,
+    read: Read,
 }
 
 impl ResourceDef {
@@ -117,9 +163,23 @@ impl ResourceDef {
         mime_type: Option<&'static str>,
         f: fn() -> R,
     ) -> ResourceDef {
-        ResourceDef { uri, name, title, description, mime_type, read: Box::new(move || f().into_body()) }
+        ResourceDef::with_request(uri, name, title, description, mime_type, move |_| f())
+    }
+
+    /// A resource read by `f`, which sees the request.
+    pub fn with_request<R: IntoResourceBody + 'static>(
+        uri: &'static str,
+        name: &'static str,
+        title: Option<&'static str>,
+        description: Option<&'static str>,
+        mime_type: Option<&'static str>,
+        f: impl Fn(&Request) -> R + 'static,
+    ) -> ResourceDef {
+        ResourceDef { uri, name, title, description, mime_type, read: Box::new(move |request| f(request).into_body()) }
     }
 }
+
+type TemplateRead = Box<dyn Fn(UriVars, &Request) -> Result<ResourceBody, Error>>;
 
 /// A registered resource template.
 pub struct TemplateDef {
@@ -128,7 +188,7 @@ pub struct TemplateDef {
     title: Option<&'static str>,
     description: Option<&'static str>,
     mime_type: Option<&'static str>,
-    read: Box<dyn Fn(UriVars) -> Result<ResourceBody, Error>>,
+    read: TemplateRead,
 }
 
 impl TemplateDef {
@@ -141,8 +201,28 @@ impl TemplateDef {
         mime_type: Option<&'static str>,
         f: fn(UriVars) -> R,
     ) -> TemplateDef {
-        TemplateDef { template, name, title, description, mime_type, read: Box::new(move |vars| f(vars).into_body()) }
+        TemplateDef::with_request(template, name, title, description, mime_type, move |vars, _| f(vars))
     }
+
+    /// A template whose URIs are read by `f`, which sees the request.
+    pub fn with_request<R: IntoResourceBody + 'static>(
+        template: &'static str,
+        name: &'static str,
+        title: Option<&'static str>,
+        description: Option<&'static str>,
+        mime_type: Option<&'static str>,
+        f: impl Fn(UriVars, &Request) -> R + 'static,
+    ) -> TemplateDef {
+        TemplateDef { template, name, title, description, mime_type, read: Box::new(move |vars, request| f(vars, request).into_body()) }
+    }
+}
+
+type PromptGet = Box<dyn Fn(&[(String, String)], &Request) -> Result<PromptResult, PromptFailure>>;
+
+/// Why a prompt did not render.
+enum PromptFailure {
+    InvalidArguments(String),
+    Halted(Error),
 }
 
 /// A registered prompt.
@@ -151,7 +231,7 @@ pub struct PromptDef {
     title: Option<&'static str>,
     description: Option<&'static str>,
     arguments: fn() -> Vec<PromptArgument>,
-    get: Box<dyn Fn(&[(String, String)]) -> Result<PromptResult, Error>>,
+    get: PromptGet,
 }
 
 impl PromptDef {
@@ -161,17 +241,32 @@ impl PromptDef {
         A: DeserializeOwned + JsonSchema + 'static,
         R: IntoPromptMessages + 'static,
     {
-        let get = move |arguments: &[(String, String)]| {
+        PromptDef::with_request::<A, R>(name, title, description, move |args, _| f(args))
+    }
+
+    /// A prompt taking its arguments and the request.
+    pub fn with_request<A, R>(name: &'static str, title: Option<&'static str>, description: Option<&'static str>, f: impl Fn(A, &Request) -> R + 'static) -> PromptDef
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        R: IntoPromptMessages + 'static,
+    {
+        let get = move |arguments: &[(String, String)], request: &Request| {
             let object: Map<String, Value> = arguments.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-            let args = serde_json::from_value::<A>(Value::Object(object)).map_err(|e| Error::InvalidParams(format!("invalid arguments for prompt `{name}`: {e}")))?;
-            render(description, f(args))
+            let args = serde_json::from_value::<A>(Value::Object(object))
+                .map_err(|e| PromptFailure::InvalidArguments(format!("invalid arguments for prompt `{name}`: {e}")))?;
+            render(description, f(args, request)).map_err(PromptFailure::Halted)
         };
         PromptDef { name, title, description, arguments: prompt_arguments::<A>, get: Box::new(get) }
     }
 
     /// A prompt without arguments.
     pub fn without_arguments<R: IntoPromptMessages + 'static>(name: &'static str, title: Option<&'static str>, description: Option<&'static str>, f: fn() -> R) -> PromptDef {
-        PromptDef { name, title, description, arguments: Vec::new, get: Box::new(move |_| render(description, f())) }
+        PromptDef::request_only(name, title, description, move |_| f())
+    }
+
+    /// A prompt without arguments that sees the request.
+    pub fn request_only<R: IntoPromptMessages + 'static>(name: &'static str, title: Option<&'static str>, description: Option<&'static str>, f: impl Fn(&Request) -> R + 'static) -> PromptDef {
+        PromptDef { name, title, description, arguments: Vec::new, get: Box::new(move |_, request| render(description, f(request)).map_err(PromptFailure::Halted)) }
     }
 }
 
@@ -180,6 +275,7 @@ fn render<R: IntoPromptMessages>(description: Option<&str>, output: R) -> Result
     Ok(PromptResult {
         description: description.map(str::to_owned),
         messages: messages.into_iter().map(|m| prompts::PromptMessage { role: m.role, content: m.content.0 }).collect(),
+        meta: None,
     })
 }
 
@@ -303,17 +399,18 @@ impl Registry {
         self.info
     }
 
-    pub fn list_tools(&self) -> Vec<tools::Tool> {
-        self.tools.iter().map(ToolDef::descriptor).collect()
+    pub fn list_tools(&self) -> tools::ToolList {
+        tools::ToolList { tools: self.tools.iter().map(ToolDef::descriptor).collect(), cache: None }
     }
 
-    pub fn call_tool(&self, name: &str, arguments: &str) -> Result<CallResult, Error> {
-        let tool = self.tools.iter().find(|t| t.name == name).ok_or_else(|| Error::NotFound(format!("tool `{name}`")))?;
-        Ok((tool.call)(arguments))
+    pub fn call_tool(&self, context: RequestContext, name: &str, arguments: &str) -> Result<CallOutcome, WitError> {
+        let tool = self.tools.iter().find(|t| t.meta.name == name).ok_or_else(|| WitError::NotFound(format!("tool `{name}`")))?;
+        Ok((tool.call)(arguments, &Request::new(context)))
     }
 
-    pub fn list_resources(&self) -> Vec<resources::Resource> {
-        self.resources
+    pub fn list_resources(&self) -> resources::ResourceList {
+        let resources = self
+            .resources
             .iter()
             .map(|r| resources::Resource {
                 uri: r.uri.to_owned(),
@@ -324,12 +421,15 @@ impl Registry {
                 size: None,
                 icons: Vec::new(),
                 annotations: None,
+                meta: None,
             })
-            .collect()
+            .collect();
+        resources::ResourceList { resources, cache: None }
     }
 
-    pub fn list_resource_templates(&self) -> Vec<resources::ResourceTemplate> {
-        self.templates
+    pub fn list_resource_templates(&self) -> resources::TemplateList {
+        let templates = self
+            .templates
             .iter()
             .map(|t| resources::ResourceTemplate {
                 uri_template: t.template.to_owned(),
@@ -339,25 +439,37 @@ impl Registry {
                 mime_type: t.mime_type.map(str::to_owned),
                 icons: Vec::new(),
                 annotations: None,
+                meta: None,
             })
-            .collect()
+            .collect();
+        resources::TemplateList { templates, cache: None }
     }
 
-    pub fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, Error> {
-        let contents = |body, mime_type: Option<&str>| vec![ResourceContents { uri: uri.to_owned(), mime_type: mime_type.map(str::to_owned), body, meta: None }];
+    pub fn read_resource(&self, context: RequestContext, uri: &str) -> Result<ReadOutcome, WitError> {
+        let request = Request::new(context);
+        let read = |body: Result<ResourceBody, Error>, mime_type: Option<&str>| match body {
+            Ok(body) => Ok(ReadOutcome::Complete(ReadResult {
+                contents: vec![ResourceContents { uri: uri.to_owned(), mime_type: mime_type.map(str::to_owned), body, meta: None }],
+                cache: None,
+                meta: None,
+            })),
+            Err(Error(Halt::Failed(message))) => Err(WitError::Failed(message)),
+            Err(Error(Halt::NeedsInput)) => Ok(ReadOutcome::InputRequired(request.input_required())),
+        };
         if let Some(resource) = self.resources.iter().find(|r| r.uri == uri) {
-            return Ok(contents((resource.read)()?, resource.mime_type));
+            return read((resource.read)(&request), resource.mime_type);
         }
         for template in &self.templates {
             if let Some(vars) = match_template(template.template, uri) {
-                return Ok(contents((template.read)(vars)?, template.mime_type));
+                return read((template.read)(vars, &request), template.mime_type);
             }
         }
-        Err(Error::NotFound(format!("resource `{uri}`")))
+        Err(WitError::NotFound(format!("resource `{uri}`")))
     }
 
-    pub fn list_prompts(&self) -> Vec<prompts::Prompt> {
-        self.prompts
+    pub fn list_prompts(&self) -> prompts::PromptList {
+        let prompts = self
+            .prompts
             .iter()
             .map(|p| prompts::Prompt {
                 name: p.name.to_owned(),
@@ -365,16 +477,24 @@ impl Registry {
                 description: p.description.map(str::to_owned),
                 arguments: (p.arguments)(),
                 icons: Vec::new(),
+                meta: None,
             })
-            .collect()
+            .collect();
+        prompts::PromptList { prompts, cache: None }
     }
 
-    pub fn get_prompt(&self, name: &str, arguments: &[(String, String)]) -> Result<PromptResult, Error> {
-        let prompt = self.prompts.iter().find(|p| p.name == name).ok_or_else(|| Error::NotFound(format!("prompt `{name}`")))?;
-        (prompt.get)(arguments)
+    pub fn get_prompt(&self, context: RequestContext, name: &str, arguments: &[(String, String)]) -> Result<PromptOutcome, WitError> {
+        let prompt = self.prompts.iter().find(|p| p.name == name).ok_or_else(|| WitError::NotFound(format!("prompt `{name}`")))?;
+        let request = Request::new(context);
+        match (prompt.get)(arguments, &request) {
+            Ok(result) => Ok(PromptOutcome::Complete(result)),
+            Err(PromptFailure::InvalidArguments(why)) => Err(WitError::InvalidParams(why)),
+            Err(PromptFailure::Halted(Error(Halt::Failed(message)))) => Err(WitError::Failed(message)),
+            Err(PromptFailure::Halted(Error(Halt::NeedsInput))) => Ok(PromptOutcome::InputRequired(request.input_required())),
+        }
     }
 
-    pub fn complete(&self, request: &CompletionRequest) -> Result<CompletionResult, Error> {
+    pub fn complete(&self, _context: RequestContext, request: &CompletionRequest) -> Result<CompletionResult, WitError> {
         let Some(complete) = self.completion else {
             return Ok(CompletionResult { values: Vec::new(), total: None, has_more: false });
         };
@@ -395,7 +515,9 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
-    use crate::Json;
+    use crate::bindings::paddock::plugin::context::{Era, TraceContext};
+    use crate::bindings::paddock::plugin::input::{ElicitationAction, ElicitationResult, InputRequestKind, InputResponse, InputResponseKind};
+    use crate::{Elicited, Json};
 
     #[derive(Deserialize, JsonSchema)]
     struct Echo {
@@ -406,6 +528,11 @@ mod tests {
     #[derive(serde::Serialize, JsonSchema)]
     struct Count {
         words: usize,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct UserName {
+        name: String,
     }
 
     fn echo(args: Echo) -> Result<String, String> {
@@ -420,12 +547,59 @@ mod tests {
         "pong"
     }
 
+    fn greet(cx: &Request) -> crate::Result<String> {
+        let Elicited::Accepted(user) = cx.elicit::<UserName>("user_name", "What is your name?")? else {
+            return Ok("Maybe next time.".into());
+        };
+        Ok(format!("Hello, {}!", user.name))
+    }
+
+    fn three(cx: &Request) -> crate::Result<String> {
+        cx.keep_state(b"three".to_vec());
+        let (name, roots, page) = (cx.elicit::<UserName>("name", "Name?"), cx.roots("roots"), cx.elicit_url("login", "Sign in", "https://example.com"));
+        let (name, roots, page) = (name?, roots?, page?);
+        let name = if let Elicited::Accepted(user) = name { user.name } else { String::new() };
+        Ok(format!("{name}/{}/{page:?}", roots.len()))
+    }
+
+    fn meta(name: &'static str, read_only: bool, requires: Option<&'static str>) -> ToolMeta {
+        ToolMeta { name, title: None, description: Some("a tool"), hints: ToolHints { read_only, ..ToolHints::default() }, requires }
+    }
+
     fn registry() -> Registry {
         let mut r = Registry::new("t", "1");
-        r.tool(ToolDef::new::<Echo, _>("echo", None, Some("Echoes"), ToolHints::default(), echo));
-        r.tool(ToolDef::new::<Echo, _>("count", None, None, ToolHints { read_only: true, ..ToolHints::default() }, count));
-        r.tool(ToolDef::without_arguments("ping", None, None, ToolHints::default(), ping));
+        r.tool(ToolDef::new::<Echo, _>(meta("echo", false, None), echo));
+        r.tool(ToolDef::new::<Echo, _>(meta("count", true, None), count));
+        r.tool(ToolDef::without_arguments(meta("ping", false, Some("sampling, elicitation.url")), ping));
+        r.tool(ToolDef::request_only(meta("greet", false, None), greet));
+        r.tool(ToolDef::request_only(meta("three", false, None), three));
         r
+    }
+
+    fn context(responses: Vec<InputResponse>) -> RequestContext {
+        RequestContext {
+            protocol_version: "2026-07-28".into(),
+            era: Era::Stateless,
+            client_capabilities: r#"{"elicitation":{}}"#.into(),
+            client_info: None,
+            meta: "{}".into(),
+            has_progress_token: false,
+            trace: TraceContext { traceparent: None, tracestate: None, baggage: None },
+            caller: None,
+            input_responses: responses,
+            state: None,
+        }
+    }
+
+    fn complete(outcome: CallOutcome) -> CallResult {
+        match outcome {
+            CallOutcome::Complete(result) => result,
+            CallOutcome::InputRequired(r) => panic!("asked for input: {r:?}"),
+        }
+    }
+
+    fn call(r: &Registry, name: &str, arguments: &str) -> CallResult {
+        complete(r.call_tool(context(vec![]), name, arguments).expect("known tool"))
     }
 
     fn text_of(result: &CallResult) -> String {
@@ -438,21 +612,21 @@ mod tests {
     #[test]
     fn arguments_are_parsed_and_errors_become_error_results() {
         let r = registry();
-        let ok = r.call_tool("echo", r#"{"text":"hi"}"#).expect("known tool");
+        let ok = call(&r, "echo", r#"{"text":"hi"}"#);
         assert!(!ok.is_error);
         assert_eq!(text_of(&ok), "hi");
-        let failed = r.call_tool("echo", r#"{"text":""}"#).expect("known tool");
+        let failed = call(&r, "echo", r#"{"text":""}"#);
         assert!(failed.is_error);
         assert_eq!(text_of(&failed), "nothing to echo");
-        let invalid = r.call_tool("echo", r#"{"txt":"hi"}"#).expect("known tool");
+        let invalid = call(&r, "echo", r#"{"txt":"hi"}"#);
         assert!(invalid.is_error);
         assert!(text_of(&invalid).contains("missing field `text`"), "{}", text_of(&invalid));
-        assert!(matches!(r.call_tool("nope", "{}"), Err(Error::NotFound(_))));
+        assert!(matches!(r.call_tool(context(vec![]), "nope", "{}"), Err(WitError::NotFound(_))));
     }
 
     #[test]
     fn schemas_describe_inputs_and_structured_outputs() {
-        let tools = registry().list_tools();
+        let tools = registry().list_tools().tools;
         let echo: Value = serde_json::from_str(&tools[0].input_schema).expect("json");
         assert_eq!(echo["type"], "object");
         assert_eq!(echo["properties"]["text"]["description"], "What to say back.");
@@ -463,12 +637,56 @@ mod tests {
         let ping: Value = serde_json::from_str(&tools[2].input_schema).expect("json");
         assert_eq!(ping, serde_json::json!({"type":"object","properties":{},"additionalProperties":false}));
         assert_eq!(tools[1].annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+        let required: Value = serde_json::from_str(tools[2].required_client_capabilities.as_deref().expect("declared")).expect("json");
+        assert_eq!(required, serde_json::json!({"sampling": {}, "elicitation": {"url": {}}}));
+        assert!(tools[0].required_client_capabilities.is_none());
     }
 
     #[test]
     fn structured_results_carry_the_json_twice() {
-        let result = registry().call_tool("count", r#"{"text":"a b c"}"#).expect("known tool");
+        let result = call(&registry(), "count", r#"{"text":"a b c"}"#);
         assert_eq!(result.structured_content.as_deref(), Some(r#"{"words":3}"#));
         assert_eq!(text_of(&result), r#"{"words":3}"#);
+    }
+
+    #[test]
+    fn a_missing_answer_ends_the_call_with_the_question_and_the_answer_completes_it() {
+        let r = registry();
+        let CallOutcome::InputRequired(asked) = r.call_tool(context(vec![]), "greet", "{}").expect("known") else { panic!("must ask") };
+        assert_eq!(asked.requests.len(), 1);
+        assert_eq!(asked.requests[0].key, "user_name");
+        let InputRequestKind::ElicitForm(form) = &asked.requests[0].request else { panic!("a form") };
+        assert_eq!(form.message, "What is your name?");
+        let schema: Value = serde_json::from_str(&form.requested_schema).expect("json");
+        assert_eq!(schema["properties"]["name"]["type"], "string");
+
+        let answer = |action, content: Option<&str>| InputResponse {
+            key: "user_name".into(),
+            response: InputResponseKind::Elicitation(ElicitationResult { action, content: content.map(str::to_owned) }),
+        };
+        let done = complete(r.call_tool(context(vec![answer(ElicitationAction::Accept, Some(r#"{"name":"Ada"}"#))]), "greet", "{}").expect("known"));
+        assert_eq!(text_of(&done), "Hello, Ada!");
+        let declined = complete(r.call_tool(context(vec![answer(ElicitationAction::Decline, None)]), "greet", "{}").expect("known"));
+        assert_eq!(text_of(&declined), "Maybe next time.");
+        let wrong = complete(r.call_tool(context(vec![answer(ElicitationAction::Accept, Some(r#"{"nom":1}"#))]), "greet", "{}").expect("known"));
+        assert!(wrong.is_error && text_of(&wrong).contains("does not fit its form"), "{}", text_of(&wrong));
+    }
+
+    #[test]
+    fn questions_asked_before_any_question_mark_go_out_in_one_round_with_the_state() {
+        let CallOutcome::InputRequired(asked) = registry().call_tool(context(vec![]), "three", "{}").expect("known") else { panic!("must ask") };
+        let keys: Vec<&str> = asked.requests.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["name", "roots", "login"]);
+        assert_eq!(asked.state.as_deref(), Some(&b"three"[..]));
+    }
+
+    #[test]
+    fn declared_capabilities_are_read_by_dotted_path() {
+        let request = Request::new(context(vec![]));
+        assert!(request.client_supports("elicitation"));
+        assert!(request.client_supports("elicitation.form"), "an empty elicitation object declares forms");
+        assert!(!request.client_supports("elicitation.url"));
+        assert!(!request.client_supports("sampling"));
+        assert!(request.is_stateless());
     }
 }

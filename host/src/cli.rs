@@ -44,6 +44,10 @@ enum Command {
         /// Folder of `*.wasm` plugins (and their optional `<plugin>.toml` grants).
         #[arg(default_value = "plugins")]
         plugins_dir: PathBuf,
+        /// File of at least 32 random bytes that seals 2026-07-28 request states; replicas that
+        /// share it complete each other's input rounds. Without it a key is drawn at start.
+        #[arg(long, value_name = "FILE")]
+        state_key_file: Option<PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -142,7 +146,7 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, common } => serve(&plugins_dir, &common).await,
+        Command::Serve { plugins_dir, state_key_file, common } => serve(&plugins_dir, state_key_file.as_deref(), &common).await,
         Command::Inspect { file, common } => inspect(&file, &common).await,
         Command::Check { plugins_dir, common } => check(&plugins_dir, &common).await,
         Command::Call { plugins_dir, tool, args, common } => call(&plugins_dir, &tool, &args, &common).await,
@@ -185,7 +189,7 @@ async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
     Ok(Loaded { config, report, router, router_errors })
 }
 
-async fn serve(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
+async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs) -> Result<ExitCode> {
     let loaded = load(plugins_dir, common).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -212,7 +216,12 @@ async fn serve(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         prompts = router.prompts().len(),
         "serving over stdio"
     );
-    crate::transport::stdio::serve_process(router).await.context("stdio transport failed")?;
+    let state_key = match state_key_file {
+        Some(path) => crate::input::StateKey::from_file(path)?,
+        None => crate::input::StateKey::random()?,
+    };
+    let server = crate::session::Server::new(router, state_key);
+    crate::transport::stdio::serve_process(server).await.context("stdio transport failed")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -286,9 +295,16 @@ async fn call(plugins_dir: &Path, tool: &str, args: &str, common: &CommonArgs) -
     }
     let cx = crate::plugin::CallContext::detached("cli");
     match loaded.router.call_tool(tool, &arguments.to_string(), &cx).await {
-        Ok(result) => {
+        Ok((_, crate::input::Outcome::Complete(result))) => {
             println!("{}", serde_json::to_string_pretty(&result).context("cannot print the result")?);
             Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Ok((plugin, crate::input::Outcome::InputRequired(required))) => {
+            let asked: Vec<String> = required.requests.iter().map(|r| format!("`{}` ({})", r.key, r.method.method())).collect();
+            bail!(
+                "plugin `{plugin}` needs input from a client ({}), which `paddock call` cannot give: call the tool from an MCP client",
+                if asked.is_empty() { "a retry".to_owned() } else { asked.join(", ") }
+            )
         }
         Err(crate::router::RouteError::UnknownName { .. }) => {
             let known: Vec<&str> = loaded.router.tools().iter().map(|t| t.name.as_str()).collect();

@@ -33,6 +33,11 @@ impl Id {
         }
     }
 
+    /// A string id.
+    pub fn text(s: impl Into<String>) -> Id {
+        Id(IdRepr::Str(s.into()))
+    }
+
     /// Reads an id from JSON; `None` for anything but a string or an integer.
     pub fn from_value(value: &Value) -> Option<Id> {
         match value {
@@ -174,6 +179,11 @@ pub fn result_line(id: &Id, result: &Value) -> String {
 /// An error response line; `id` is null when it could not be read.
 pub fn error_line(id: Option<&Id>, error: &ErrorObject) -> String {
     json!({"jsonrpc": "2.0", "id": id.map(Id::to_value).unwrap_or(Value::Null), "error": error.to_value()}).to_string()
+}
+
+/// A request line (from the server to its client).
+pub fn request_line(id: &Id, method: &str, params: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params}).to_string()
 }
 
 /// A notification line.

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod escape;
+pub mod input;
 pub mod inspect_report;
 pub mod jsonrpc;
 pub mod plugin;

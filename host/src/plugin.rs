@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::input::{Outcome, RequestContext};
 use crate::protocol::{
-    CallToolResult, Completion, CompletionRequest, GetPromptResult, Icon, Prompt, Resource, ResourceContents,
+    CacheHint, CallToolResult, Completion, CompletionRequest, GetPromptResult, Icon, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Tool,
 };
 
@@ -62,6 +63,17 @@ pub struct Catalog {
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,
     pub prompts: Vec<Prompt>,
+    /// The plugin's cache hints for each list, when it gave them.
+    pub cache: ListCacheHints,
+}
+
+/// Cache hints a plugin gave for its lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListCacheHints {
+    pub tools: Option<CacheHint>,
+    pub resources: Option<CacheHint>,
+    pub resource_templates: Option<CacheHint>,
+    pub prompts: Option<CacheHint>,
 }
 
 /// Levels of RFC 5424, lowest first, as MCP's `logging` uses them.
@@ -123,12 +135,15 @@ pub enum CallEvent {
 /// plugin far below this in normal use; this bounds what a stalled session can be made to hold.
 pub const EVENT_QUEUE: usize = 256;
 
-/// Per-request context handed to a plugin call: the request id for logs, the cancellation
-/// token the client controls, and the bounded queue of events (logs, progress) for the session.
+/// Per-request context handed to a plugin call: the request id for logs, what the plugin is
+/// told about the request (`RequestContext`), the cancellation token the client controls, and
+/// the bounded queue of events (logs, progress) for the session.
 #[derive(Debug, Clone)]
 pub struct CallContext {
     /// The JSON-RPC id of the request, as text, for logs.
     pub request_id: String,
+    /// The protocol, client and answers the plugin sees.
+    pub request: Arc<RequestContext>,
     cancel: CancellationToken,
     events: Option<mpsc::Sender<CallEvent>>,
     dropped: Arc<AtomicU64>,
@@ -139,10 +154,17 @@ impl CallContext {
     pub fn new(request_id: impl Into<String>, events: Option<mpsc::Sender<CallEvent>>) -> Self {
         CallContext {
             request_id: request_id.into(),
+            request: Arc::new(RequestContext::local(crate::session::LEGACY_VERSIONS[crate::session::LEGACY_VERSIONS.len() - 1])),
             cancel: CancellationToken::new(),
             events,
             dropped: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The same request, told `request` (a retry carries the answers of the previous round).
+    pub fn with_request(mut self, request: RequestContext) -> Self {
+        self.request = Arc::new(request);
+        self
     }
 
     /// A context nobody listens to (for `paddock call` and tests).
@@ -196,6 +218,9 @@ pub enum PluginError {
     /// The plugin reported a failure.
     #[error("{0}")]
     Failed(String),
+    /// The client's answer to an input request does not have its method's shape.
+    #[error("{0}")]
+    InvalidInputResponse(String),
     /// The guest trapped (panic, abort, stack overflow, unreachable).
     #[error("plugin crashed: {0}")]
     Trap(String),
@@ -230,14 +255,14 @@ pub trait Plugin: Send + Sync {
         tool: &'a str,
         arguments: &'a str,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<CallToolResult, PluginError>>;
+    ) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>>;
 
     /// Reads a resource by URI.
     fn read_resource<'a>(
         &'a self,
         uri: &'a str,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>>;
+    ) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>>;
 
     /// Renders a prompt by the plugin's own name.
     fn get_prompt<'a>(
@@ -245,7 +270,7 @@ pub trait Plugin: Send + Sync {
         prompt: &'a str,
         arguments: &'a [(String, String)],
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<GetPromptResult, PluginError>>;
+    ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>>;
 
     /// Completes an argument of a prompt or resource template.
     fn complete<'a>(

@@ -66,7 +66,8 @@ pub enum ContentBlock {
     Text {
         text: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
+        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Json>,
     },
     Image {
         /// Base64.
@@ -74,7 +75,8 @@ pub enum ContentBlock {
         #[serde(rename = "mimeType")]
         mime_type: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
+        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Json>,
     },
     Audio {
         /// Base64.
@@ -82,25 +84,27 @@ pub enum ContentBlock {
         #[serde(rename = "mimeType")]
         mime_type: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
+        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Json>,
     },
     ResourceLink(ResourceLink),
     Resource {
         resource: ResourceContents,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
+        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Json>,
     },
 }
 
 impl ContentBlock {
     /// A plain text block.
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text { text: text.into(), annotations: None }
+        ContentBlock::Text { text: text.into(), annotations: None, meta: None }
     }
 }
 
 /// A link to a resource, as a content block.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceLink {
     pub uri: String,
@@ -117,6 +121,8 @@ pub struct ResourceLink {
     pub icons: Vec<Icon>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Json>,
 }
 
 /// Hints about a tool's behaviour.
@@ -153,6 +159,12 @@ pub struct Tool {
     pub icons: Vec<Icon>,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Json>,
+    /// Sent only when the tool may run as a task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// Client capabilities a call needs (never listed; checked before the plugin runs).
+    #[serde(skip)]
+    pub required_capabilities: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The result of `tools/call`.
@@ -193,6 +205,8 @@ pub struct Resource {
     pub icons: Vec<Icon>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Json>,
 }
 
 /// A family of resources described by a URI template.
@@ -211,6 +225,8 @@ pub struct ResourceTemplate {
     pub icons: Vec<Icon>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Json>,
 }
 
 /// An argument of a prompt.
@@ -239,6 +255,8 @@ pub struct Prompt {
     pub arguments: Vec<PromptArgument>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub icons: Vec<Icon>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Json>,
 }
 
 /// A message of a rendered prompt.
@@ -254,6 +272,50 @@ pub struct GetPromptResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub messages: Vec<PromptMessage>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Json>,
+}
+
+/// The result of `resources/read`, with the plugin's cache hint (sent on 2026-07-28 only).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadResourceResult {
+    pub contents: Vec<ResourceContents>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Json>,
+    #[serde(skip)]
+    pub cache: Option<CacheHint>,
+}
+
+/// Who may reuse a cached result.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    Public,
+    Private,
+}
+
+/// How long a client may reuse a list or read result (2026-07-28 `ttlMs` and `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHint {
+    pub ttl_ms: u64,
+    pub scope: CacheScope,
+}
+
+/// Whether a tool may run as a task.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    #[default]
+    Forbidden,
+    Optional,
+    Required,
+}
+
+/// A tool's `execution` object (2025-11-25).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    pub task_support: TaskSupport,
 }
 
 /// The `completion` object of a `completion/complete` result.

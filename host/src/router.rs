@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use template::{MAX_URI_BYTES, TemplateError, UriTemplate};
 
+use crate::input::Outcome;
 use crate::plugin::{CallContext, Plugin, PluginError};
 use crate::protocol::{
-    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, Prompt, Resource, ResourceContents,
+    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Tool,
 };
 
@@ -197,18 +198,49 @@ impl Router {
         Ok(Page { items: &items[start..end], next_cursor })
     }
 
-    /// Calls a tool by its exposed name.
-    pub async fn call_tool(&self, name: &str, arguments: &str, cx: &CallContext) -> Result<CallToolResult, RouteError> {
+    /// The tool with this exposed name, and the id of the plugin serving it.
+    pub fn tool(&self, name: &str) -> Option<(&Tool, &str)> {
+        let route = self.tool_routes.get(name)?;
+        let tool = self.tools.binary_search_by(|t| t.name.as_str().cmp(name)).ok().map(|i| &self.tools[i])?;
+        Some((tool, self.plugins[route.plugin].id()))
+    }
+
+    /// Calls a tool by its exposed name; the outcome comes with the id of the plugin that served it.
+    pub async fn call_tool(&self, name: &str, arguments: &str, cx: &CallContext) -> Result<(&str, Outcome<CallToolResult>), RouteError> {
         let route = self.tool_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "tool", name: name.to_owned() })?;
         let plugin = &self.plugins[route.plugin];
-        plugin.call_tool(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))
+        let outcome = plugin.call_tool(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
+        Ok((plugin.id(), outcome))
     }
 
     /// Renders a prompt by its exposed name.
-    pub async fn get_prompt(&self, name: &str, arguments: &[(String, String)], cx: &CallContext) -> Result<GetPromptResult, RouteError> {
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: &[(String, String)],
+        cx: &CallContext,
+    ) -> Result<(&str, Outcome<GetPromptResult>), RouteError> {
         let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.to_owned() })?;
         let plugin = &self.plugins[route.plugin];
-        plugin.get_prompt(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))
+        let outcome = plugin.get_prompt(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
+        Ok((plugin.id(), outcome))
+    }
+
+    /// The id of the plugin serving the prompt with this exposed name.
+    pub fn prompt_owner(&self, name: &str) -> Option<&str> {
+        self.prompt_routes.get(name).map(|route| self.plugins[route.plugin].id())
+    }
+
+    /// The id of the plugin a `resources/read` of `uri` goes to.
+    pub fn resource_owner(&self, uri: &str) -> Option<&str> {
+        if uri.len() > MAX_URI_BYTES {
+            return None;
+        }
+        let index = match self.resource_routes.get(uri) {
+            Some(&index) => index,
+            None => self.template_routes.iter().find(|(template, _)| template.matches(uri)).map(|(_, index)| *index)?,
+        };
+        Some(self.plugins[index].id())
     }
 
     /// The prompt with this exposed name.
@@ -219,7 +251,7 @@ impl Router {
     /// Reads a resource: a listed URI first, else the first template (in order) that matches.
     /// A URI longer than `MAX_URI_BYTES` is unknown without being looked at: no listed URI is
     /// that long, and matching it against every template is work a client should not command.
-    pub async fn read_resource(&self, uri: &str, cx: &CallContext) -> Result<Vec<ResourceContents>, RouteError> {
+    pub async fn read_resource(&self, uri: &str, cx: &CallContext) -> Result<(&str, Outcome<ReadResourceResult>), RouteError> {
         if uri.len() > MAX_URI_BYTES {
             return Err(RouteError::UnknownResource { uri: uri.to_owned() });
         }
@@ -234,8 +266,8 @@ impl Router {
         };
         let plugin = &self.plugins[index];
         match plugin.read_resource(uri, cx).await {
-            Ok(contents) if contents.is_empty() => Err(RouteError::UnknownResource { uri: uri.to_owned() }),
-            Ok(contents) => Ok(contents),
+            Ok(Outcome::Complete(result)) if result.contents.is_empty() => Err(RouteError::UnknownResource { uri: uri.to_owned() }),
+            Ok(outcome) => Ok((plugin.id(), outcome)),
             Err(PluginError::NotFound(_)) => Err(RouteError::UnknownResource { uri: uri.to_owned() }),
             Err(error) => Err(plugin_error(plugin.as_ref(), error)),
         }

@@ -46,6 +46,8 @@ pub enum Component {
     Garbage,
     /// The first half of the hostile component.
     Truncated,
+    /// A component built against another version of the contract (`paddock:plugin@0.1.0`).
+    OlderContract,
 }
 
 /// A tool call: the tool's name in its plugin and its arguments (a JSON template).
@@ -660,4 +662,5 @@ pub const ATTACKS: &[Attack] = &[
     load_attack("core_module", Component::CoreModule, NOTHING, "core module", HOSTILE_LOADS),
     load_attack("garbage_file", Component::Garbage, NOTHING, "not a WebAssembly file", HOSTILE_LOADS),
     load_attack("truncated_component", Component::Truncated, NOTHING, "does not compile", HOSTILE_LOADS),
+    load_attack("older_contract", Component::OlderContract, NOTHING, "built against contract paddock:plugin@0.1.0", HOSTILE_LOADS),
 ];

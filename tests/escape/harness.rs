@@ -54,8 +54,23 @@ impl Component {
                 let whole = read("hostile");
                 whole[..whole.len() / 2].to_vec()
             }
+            Component::OlderContract => older_contract(),
         }
     }
+}
+
+/// A component exporting the interfaces of the preview contract `paddock:plugin@0.1.0`: a
+/// plugin from before 0.2.0 that the host must name as such instead of loading.
+fn older_contract() -> Vec<u8> {
+    let wit = "package paddock:plugin@0.1.0;\n\
+               interface tools { list-tools: func() -> list<string>; call-tool: func(name: string, arguments: string) -> string; }\n\
+               world plugin { export tools; }";
+    let mut resolve = wit_parser::Resolve::default();
+    let package = resolve.push_str("older.wit", wit).expect("the older contract parses");
+    let world = resolve.select_world(&[package], Some("plugin")).expect("its world");
+    let mut module = wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8).expect("embed");
+    wit_component::ComponentEncoder::default().validate(true).module(&module).expect("module").encode().expect("encode")
 }
 
 /// `tests/plugins/table-bomb/table_bomb.wat` with the `plugin` world of `wit/plugin.wit`

@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use paddock_tests::{PluginDir, WAIT, paddock_bin, repo_root, sample_wasm, test_cache_dir};
+use paddock_tests::{PluginDir, WAIT, fixture_wasm, paddock_bin, repo_root, sample_wasm, test_cache_dir};
 
 /// The venv interpreter with `mcp` installed (`scripts/test` creates it and sets this variable).
 fn python() -> Option<String> {
@@ -17,9 +17,13 @@ fn python() -> Option<String> {
 }
 
 async fn run_python_client(mode: &str) -> serde_json::Value {
-    let Some(python) = python() else { return serde_json::Value::Null };
     let plugins = PluginDir::new().add("text", &sample_wasm("text"));
-    let script = repo_root().join("tests/clients/py/e2e_stdio.py");
+    run_python_script("e2e_stdio.py", &plugins, mode).await
+}
+
+async fn run_python_script(script: &str, plugins: &PluginDir, mode: &str) -> serde_json::Value {
+    let Some(python) = python() else { return serde_json::Value::Null };
+    let script = repo_root().join("tests/clients/py").join(script);
     let child = tokio::process::Command::new(python)
         .arg(script)
         .arg(paddock_bin())
@@ -56,4 +60,19 @@ async fn python_client_2026_07_28_lists_calls_reads_and_gets_prompts() {
     }
     assert_eq!(summary["protocol_version"], "2026-07-28");
     assert_eq!(summary["echo"], "hello from python");
+}
+
+#[tokio::test]
+async fn python_client_answers_an_input_request_in_both_eras() {
+    let plugins = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    for mode in ["legacy", "2026-07-28"] {
+        let summary = run_python_script("e2e_input.py", &plugins, mode).await;
+        if summary.is_null() {
+            return;
+        }
+        assert_eq!(summary["greeting"], "Hello, Ada (asked by the fixture)", "{mode}");
+        let expected_version = if mode == "legacy" { "2025-11-25" } else { "2026-07-28" };
+        assert_eq!(summary["context"]["protocolVersion"], expected_version, "{summary}");
+        assert_eq!(summary["context"]["stateless"], mode != "legacy", "{summary}");
+    }
 }

@@ -10,8 +10,10 @@ use syn::{FnArg, ItemFn, LitStr, ReturnType, parse_macro_input};
 /// Turns `fn name(args: T) -> R` (or `fn name() -> R`) into an MCP tool.
 ///
 /// `T: serde::Deserialize + schemars::JsonSchema` gives the input schema; the doc comment is the
-/// description. Options: `name = "..."`, `title = "..."`, `description = "..."`, and the hints
-/// `read_only`, `destructive`, `idempotent`, `open_world`.
+/// description. A last parameter `cx: &paddock_sdk::Request` gives the request (and the input
+/// model). Options: `name = "..."`, `title = "..."`, `description = "..."`, `requires = "sampling,
+/// elicitation.url"` (client capabilities a call needs), and the hints `read_only`,
+/// `destructive`, `idempotent`, `open_world`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Tool, attr, item)
@@ -59,7 +61,7 @@ impl Kind {
 
     fn string_options(self) -> &'static [&'static str] {
         match self {
-            Kind::Tool => &["name", "title", "description"],
+            Kind::Tool => &["name", "title", "description", "requires"],
             Kind::Resource => &["uri", "name", "title", "description", "mime_type"],
             Kind::Template => &["uri_template", "name", "title", "description", "mime_type"],
             Kind::Prompt => &["name", "title", "description"],
@@ -135,25 +137,32 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new_spanned(&sig.generics, format!("{} functions cannot be generic", kind.attribute())));
     }
-    let mut inputs = sig.inputs.iter();
-    let first = inputs.next();
-    if let Some(FnArg::Receiver(receiver)) = first {
-        return Err(syn::Error::new_spanned(receiver, format!("{} functions cannot take `self`: write a free function", kind.attribute())));
-    }
-    if let Some(extra) = inputs.next() {
-        let what = match kind {
-            Kind::Template => "one argument, `vars: paddock_sdk::UriVars`",
-            Kind::Resource => "no arguments",
-            _ => "at most one argument: put every parameter in one struct that derives `Deserialize` and `JsonSchema`",
+    let mut arg_type = None;
+    let mut takes_request = false;
+    for (position, input) in sig.inputs.iter().enumerate() {
+        let typed = match input {
+            FnArg::Receiver(receiver) => {
+                return Err(syn::Error::new_spanned(receiver, format!("{} functions cannot take `self`: write a free function", kind.attribute())));
+            }
+            FnArg::Typed(typed) => typed,
         };
-        return Err(syn::Error::new_spanned(extra, format!("{} functions take {what}", kind.attribute())));
+        let is_request = matches!(&*typed.ty, syn::Type::Reference(_));
+        let expected_last = position + 1 == sig.inputs.len();
+        if is_request && expected_last && !takes_request {
+            takes_request = true;
+        } else if !is_request && position == 0 && arg_type.is_none() {
+            arg_type = Some(&*typed.ty);
+        } else {
+            let what = match kind {
+                Kind::Template => "`vars: paddock_sdk::UriVars`, then optionally `cx: &paddock_sdk::Request`",
+                Kind::Resource => "no arguments, or only `cx: &paddock_sdk::Request`",
+                _ => "at most one argument struct (put every parameter in one struct that derives `Deserialize` and `JsonSchema`), then optionally `cx: &paddock_sdk::Request`",
+            };
+            return Err(syn::Error::new_spanned(typed, format!("{} functions take {what}", kind.attribute())));
+        }
     }
-    let arg_type = match first {
-        Some(FnArg::Typed(pat)) => Some(&*pat.ty),
-        _ => None,
-    };
     if kind == Kind::Resource
-        && let Some(FnArg::Typed(arg)) = first
+        && let Some(arg) = arg_type
     {
         return Err(syn::Error::new_spanned(arg, "#[resource] functions take no arguments; use #[resource_template] for URIs with variables"));
     }
@@ -182,39 +191,43 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
             let hints = ["read_only", "destructive", "idempotent", "open_world"].map(|f| options.flag(f));
             let [read_only, destructive, idempotent, open_world] = hints;
             let hints = quote!(::paddock_sdk::__private::ToolHints { read_only: #read_only, destructive: #destructive, idempotent: #idempotent, open_world: #open_world });
-            match arg_type {
-                Some(ty) => quote_spanned!(span=> pub(crate) fn __tool_def() -> ::paddock_sdk::__private::ToolDef {
-                    ::paddock_sdk::__private::ToolDef::new::<#ty, _>(#name, #title, #description, #hints, super::#fn_name)
-                }),
-                None => quote_spanned!(span=> pub(crate) fn __tool_def() -> ::paddock_sdk::__private::ToolDef {
-                    ::paddock_sdk::__private::ToolDef::without_arguments(#name, #title, #description, #hints, super::#fn_name)
-                }),
-            }
+            let requires = option_lit(options.string("requires"));
+            let meta = quote!(::paddock_sdk::__private::ToolMeta { name: #name, title: #title, description: #description, hints: #hints, requires: #requires });
+            let constructor = match (arg_type, takes_request) {
+                (Some(ty), false) => quote!(::paddock_sdk::__private::ToolDef::new::<#ty, _>(#meta, super::#fn_name)),
+                (Some(ty), true) => quote!(::paddock_sdk::__private::ToolDef::with_request::<#ty, _>(#meta, super::#fn_name)),
+                (None, false) => quote!(::paddock_sdk::__private::ToolDef::without_arguments(#meta, super::#fn_name)),
+                (None, true) => quote!(::paddock_sdk::__private::ToolDef::request_only(#meta, super::#fn_name)),
+            };
+            quote_spanned!(span=> pub(crate) fn __tool_def() -> ::paddock_sdk::__private::ToolDef { #constructor })
         }
         Kind::Resource => {
             let Some(uri) = options.string("uri") else {
                 return Err(syn::Error::new_spanned(&sig.ident, "#[resource] needs `uri = \"scheme://...\"`"));
             };
+            let constructor = if takes_request { quote!(with_request) } else { quote!(new) };
             quote_spanned!(span=> pub(crate) fn __resource_def() -> ::paddock_sdk::__private::ResourceDef {
-                ::paddock_sdk::__private::ResourceDef::new(#uri, #name, #title, #description, #mime, super::#fn_name)
+                ::paddock_sdk::__private::ResourceDef::#constructor(#uri, #name, #title, #description, #mime, super::#fn_name)
             })
         }
         Kind::Template => {
             let Some(template) = options.string("uri_template") else {
                 return Err(syn::Error::new_spanned(&sig.ident, "#[resource_template] needs `uri_template = \"scheme://path/{var}\"`"));
             };
+            let constructor = if takes_request { quote!(with_request) } else { quote!(new) };
             quote_spanned!(span=> pub(crate) fn __template_def() -> ::paddock_sdk::__private::TemplateDef {
-                ::paddock_sdk::__private::TemplateDef::new(#template, #name, #title, #description, #mime, super::#fn_name)
+                ::paddock_sdk::__private::TemplateDef::#constructor(#template, #name, #title, #description, #mime, super::#fn_name)
             })
         }
-        Kind::Prompt => match arg_type {
-            Some(ty) => quote_spanned!(span=> pub(crate) fn __prompt_def() -> ::paddock_sdk::__private::PromptDef {
-                ::paddock_sdk::__private::PromptDef::new::<#ty, _>(#name, #title, #description, super::#fn_name)
-            }),
-            None => quote_spanned!(span=> pub(crate) fn __prompt_def() -> ::paddock_sdk::__private::PromptDef {
-                ::paddock_sdk::__private::PromptDef::without_arguments(#name, #title, #description, super::#fn_name)
-            }),
-        },
+        Kind::Prompt => {
+            let constructor = match (arg_type, takes_request) {
+                (Some(ty), false) => quote!(::paddock_sdk::__private::PromptDef::new::<#ty, _>(#name, #title, #description, super::#fn_name)),
+                (Some(ty), true) => quote!(::paddock_sdk::__private::PromptDef::with_request::<#ty, _>(#name, #title, #description, super::#fn_name)),
+                (None, false) => quote!(::paddock_sdk::__private::PromptDef::without_arguments(#name, #title, #description, super::#fn_name)),
+                (None, true) => quote!(::paddock_sdk::__private::PromptDef::request_only(#name, #title, #description, super::#fn_name)),
+            };
+            quote_spanned!(span=> pub(crate) fn __prompt_def() -> ::paddock_sdk::__private::PromptDef { #constructor })
+        }
     };
     Ok(quote! {
         #function

@@ -13,8 +13,8 @@ use std::collections::HashSet;
 
 use super::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, resources as wr, tools as wt};
 use super::convert::{self, Budget, JsonKind};
-use crate::plugin::{Catalog, FileRequest, PluginError, PluginInfo, RequestedCapabilities};
-use crate::protocol::{Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+use crate::plugin::{Catalog, FileRequest, ListCacheHints, PluginError, PluginInfo, RequestedCapabilities};
+use crate::protocol::{Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::router::shorten;
 use crate::router::template::{MAX_URI_BYTES, UriTemplate};
 
@@ -39,14 +39,25 @@ const MAX_REQUESTS: usize = 256;
 /// The raw declarations of a plugin, as its exports returned them.
 pub(crate) struct Declared {
     pub(crate) info: wm::PluginInfo,
-    pub(crate) tools: Vec<wt::Tool>,
-    pub(crate) resources: Vec<wr::Resource>,
-    pub(crate) templates: Vec<wr::ResourceTemplate>,
-    pub(crate) prompts: Vec<wp::Prompt>,
+    pub(crate) tools: wt::ToolList,
+    pub(crate) resources: wr::ResourceList,
+    pub(crate) templates: wr::TemplateList,
+    pub(crate) prompts: wp::PromptList,
+}
+
+/// Why a plugin's declarations were refused: the item and the bound it broke.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CatalogError(String);
+
+impl From<String> for CatalogError {
+    fn from(why: String) -> Self {
+        CatalogError(why)
+    }
 }
 
 /// Validates the declarations; the error says which item broke which bound.
-pub(crate) fn build(d: Declared) -> Result<Catalog, String> {
+pub(crate) fn build(d: Declared) -> Result<Catalog, CatalogError> {
     let mut budget = Budget::new(MAX_CATALOG_BYTES);
     let b = &mut budget;
     let over = |e: PluginError| match e {
@@ -55,58 +66,64 @@ pub(crate) fn build(d: Declared) -> Result<Catalog, String> {
         other => other.to_string(),
     };
     for (what, n) in [
-        ("tools", d.tools.len()),
-        ("resources", d.resources.len()),
-        ("resource templates", d.templates.len()),
-        ("prompts", d.prompts.len()),
+        ("tools", d.tools.tools.len()),
+        ("resources", d.resources.resources.len()),
+        ("resource templates", d.templates.templates.len()),
+        ("prompts", d.prompts.prompts.len()),
     ] {
         if n > MAX_ITEMS {
-            return Err(format!("declares {n} {what}; at most {MAX_ITEMS} are allowed"));
+            return Err(format!("declares {n} {what}; at most {MAX_ITEMS} are allowed").into());
         }
     }
+    let cache = ListCacheHints {
+        tools: d.tools.cache.map(convert::cache_hint),
+        resources: d.resources.cache.map(convert::cache_hint),
+        resource_templates: d.templates.cache.map(convert::cache_hint),
+        prompts: d.prompts.cache.map(convert::cache_hint),
+    };
     let info = info(d.info, b).map_err(|e| format!("metadata: {}", over(e)))?;
     let mut seen = HashSet::new();
-    let mut tools = Vec::with_capacity(d.tools.len());
-    for t in d.tools {
+    let mut tools = Vec::with_capacity(d.tools.tools.len());
+    for t in d.tools.tools {
         check_name("tool", &t.name)?;
         if !seen.insert(t.name.clone()) {
-            return Err(format!("tool `{}` is declared twice", t.name));
+            return Err(format!("tool `{}` is declared twice", t.name).into());
         }
         let name = t.name.clone();
         tools.push(tool(t, b).map_err(|e| format!("tool `{name}`: {}", over(e)))?);
     }
     let mut seen = HashSet::new();
-    let mut resources = Vec::with_capacity(d.resources.len());
-    for r in d.resources {
+    let mut resources = Vec::with_capacity(d.resources.resources.len());
+    for r in d.resources.resources {
         check_text("resource uri", &r.uri, MAX_URI_BYTES)?;
         if !seen.insert(r.uri.clone()) {
-            return Err(format!("resource `{}` is declared twice", shorten(&r.uri)));
+            return Err(format!("resource `{}` is declared twice", shorten(&r.uri)).into());
         }
         let uri = shorten(&r.uri);
         resources.push(resource(r, b).map_err(|e| format!("resource `{uri}`: {}", over(e)))?);
     }
     let mut seen = HashSet::new();
-    let mut templates = Vec::with_capacity(d.templates.len());
+    let mut templates = Vec::with_capacity(d.templates.templates.len());
     let mut template_bytes = 0;
-    for r in d.templates {
+    for r in d.templates.templates {
         check_text("resource template", &r.uri_template, MAX_URI_BYTES)?;
         let uri = shorten(&r.uri_template);
         if !seen.insert(r.uri_template.clone()) {
-            return Err(format!("resource template `{uri}` is declared twice"));
+            return Err(format!("resource template `{uri}` is declared twice").into());
         }
         UriTemplate::compile(&r.uri_template).map_err(|e| format!("resource template `{uri}` {e}"))?;
         template_bytes += r.uri_template.len();
         if template_bytes > MAX_TEMPLATES_BYTES {
-            return Err(format!("resource templates add up to more than the {} KiB allowed", MAX_TEMPLATES_BYTES >> 10));
+            return Err(format!("resource templates add up to more than the {} KiB allowed", MAX_TEMPLATES_BYTES >> 10).into());
         }
         templates.push(template(r, b).map_err(|e| format!("resource template `{uri}`: {}", over(e)))?);
     }
     let mut seen = HashSet::new();
-    let mut prompts = Vec::with_capacity(d.prompts.len());
-    for p in d.prompts {
+    let mut prompts = Vec::with_capacity(d.prompts.prompts.len());
+    for p in d.prompts.prompts {
         check_name("prompt", &p.name)?;
         if !seen.insert(p.name.clone()) {
-            return Err(format!("prompt `{}` is declared twice", p.name));
+            return Err(format!("prompt `{}` is declared twice", p.name).into());
         }
         for a in &p.arguments {
             check_name(&format!("argument of prompt `{}`", p.name), &a.name)?;
@@ -114,21 +131,21 @@ pub(crate) fn build(d: Declared) -> Result<Catalog, String> {
         let name = p.name.clone();
         prompts.push(prompt(p, b).map_err(|e| format!("prompt `{name}`: {}", over(e)))?);
     }
-    Ok(Catalog { info, tools, resources, resource_templates: templates, prompts })
+    Ok(Catalog { info, tools, resources, resource_templates: templates, prompts, cache })
 }
 
-fn check_text(what: &str, s: &str, max: usize) -> Result<(), String> {
+fn check_text(what: &str, s: &str, max: usize) -> Result<(), CatalogError> {
     if s.is_empty() || s.len() > max || s.chars().any(char::is_control) {
         let shown: String = s.chars().take(64).collect();
-        return Err(format!("{what} `{shown}` must be 1 to {max} bytes without control characters"));
+        return Err(format!("{what} `{shown}` must be 1 to {max} bytes without control characters").into());
     }
     Ok(())
 }
 
-fn check_name(what: &str, name: &str) -> Result<(), String> {
+fn check_name(what: &str, name: &str) -> Result<(), CatalogError> {
     check_text(&format!("{what} name"), name, MAX_NAME)?;
     if name.chars().any(char::is_whitespace) {
-        return Err(format!("{what} name `{name}` must not contain spaces"));
+        return Err(format!("{what} name `{name}` must not contain spaces").into());
     }
     Ok(())
 }
@@ -200,6 +217,18 @@ fn tool(t: wt::Tool, b: &mut Budget) -> Result<Tool, PluginError> {
             .transpose()?,
         icons: convert::icons(t.icons, b)?,
         meta: t.meta.map(|m| convert::json(m, JsonKind::Object, "`_meta`", MAX_META_BYTES, b)).transpose()?,
+        execution: match t.task_support {
+            wt::TaskSupport::Forbidden => None,
+            wt::TaskSupport::Optional => Some(ToolExecution { task_support: TaskSupport::Optional }),
+            wt::TaskSupport::Required => Some(ToolExecution { task_support: TaskSupport::Required }),
+        },
+        required_capabilities: t
+            .required_client_capabilities
+            .map(|c| {
+                let c = convert::json(c, JsonKind::Object, "required client capabilities", MAX_META_BYTES, b)?;
+                serde_json::from_str(c.get()).map_err(|e| PluginError::MalformedOutput(format!("required client capabilities: {e}")))
+            })
+            .transpose()?,
     })
 }
 
@@ -213,6 +242,7 @@ fn resource(r: wr::Resource, b: &mut Budget) -> Result<Resource, PluginError> {
         size: r.size,
         icons: convert::icons(r.icons, b)?,
         annotations: convert::annotations(r.annotations, b)?,
+        meta: item_meta(r.meta, b)?,
     })
 }
 
@@ -225,6 +255,7 @@ fn template(r: wr::ResourceTemplate, b: &mut Budget) -> Result<ResourceTemplate,
         mime_type: opt(r.mime_type, b)?,
         icons: convert::icons(r.icons, b)?,
         annotations: convert::annotations(r.annotations, b)?,
+        meta: item_meta(r.meta, b)?,
     })
 }
 
@@ -246,7 +277,12 @@ fn prompt(p: wp::Prompt, b: &mut Budget) -> Result<Prompt, PluginError> {
             })
             .collect::<Result<_, PluginError>>()?,
         icons: convert::icons(p.icons, b)?,
+        meta: item_meta(p.meta, b)?,
     })
+}
+
+fn item_meta(meta: Option<String>, b: &mut Budget) -> Result<Option<crate::protocol::Json>, PluginError> {
+    meta.map(|m| convert::json(m, JsonKind::Object, "`_meta`", MAX_META_BYTES, b)).transpose()
 }
 
 #[cfg(test)]

@@ -20,14 +20,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::value::RawValue;
 
-use super::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, tools as wt};
+use super::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, resources as wr, tools as wt};
 use super::bindings::paddock::plugin::types as w;
 pub(crate) use super::json::JsonKind;
 use super::json::serialized_len;
+use crate::input::Outcome;
 use crate::plugin::PluginError;
 use crate::protocol::{
-    Annotations, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json, PromptMessage,
-    ResourceContents, ResourceLink, Role,
+    Annotations, CacheHint, CacheScope, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json,
+    PromptMessage, ReadResourceResult, ResourceContents, ResourceLink, Role,
 };
 
 /// Most values a completion may return (MCP's limit).
@@ -348,7 +349,11 @@ pub(crate) fn content_block(block: w::ContentBlock, budget: &mut Budget) -> Resu
     let block = match block {
         w::ContentBlock::Text(t) => {
             budget.tag("text")?;
-            ContentBlock::Text { text: budget.field("text", t.text)?, annotations: annotations(t.annotations, budget)? }
+            ContentBlock::Text {
+                text: budget.field("text", t.text)?,
+                annotations: annotations(t.annotations, budget)?,
+                meta: block_meta(t.meta, budget)?,
+            }
         }
         w::ContentBlock::Image(m) => {
             budget.tag("image")?;
@@ -356,6 +361,7 @@ pub(crate) fn content_block(block: w::ContentBlock, budget: &mut Budget) -> Resu
                 data: budget.base64_field("data", &m.data)?,
                 mime_type: budget.field("mimeType", m.mime_type)?,
                 annotations: annotations(m.annotations, budget)?,
+                meta: block_meta(m.meta, budget)?,
             }
         }
         w::ContentBlock::Audio(m) => {
@@ -364,6 +370,7 @@ pub(crate) fn content_block(block: w::ContentBlock, budget: &mut Budget) -> Resu
                 data: budget.base64_field("data", &m.data)?,
                 mime_type: budget.field("mimeType", m.mime_type)?,
                 annotations: annotations(m.annotations, budget)?,
+                meta: block_meta(m.meta, budget)?,
             }
         }
         w::ContentBlock::ResourceLink(l) => {
@@ -380,6 +387,7 @@ pub(crate) fn content_block(block: w::ContentBlock, budget: &mut Budget) -> Resu
                 size: l.size,
                 icons: icons(l.icons, budget)?,
                 annotations: annotations(l.annotations, budget)?,
+                meta: block_meta(l.meta, budget)?,
             })
         }
         w::ContentBlock::Resource(r) => {
@@ -388,11 +396,57 @@ pub(crate) fn content_block(block: w::ContentBlock, budget: &mut Budget) -> Resu
             ContentBlock::Resource {
                 resource: resource_contents(r.resource, budget)?,
                 annotations: annotations(r.annotations, budget)?,
+                meta: block_meta(r.meta, budget)?,
             }
         }
     };
     budget.close()?;
     Ok(block)
+}
+
+fn block_meta(meta: Option<String>, budget: &mut Budget) -> Result<Option<Json>, PluginError> {
+    opt_json_field("_meta", meta, JsonKind::Object, "content `_meta`", budget)
+}
+
+pub(crate) fn cache_hint(h: w::CacheHint) -> CacheHint {
+    CacheHint {
+        ttl_ms: h.ttl_ms,
+        scope: match h.scope {
+            w::CacheScope::Public => CacheScope::Public,
+            w::CacheScope::Private => CacheScope::Private,
+        },
+    }
+}
+
+/// A tool call's outcome: a result, or the input it needs first.
+pub(crate) fn call_outcome(o: wt::CallOutcome, budget: &mut Budget) -> Result<Outcome<CallToolResult>, PluginError> {
+    match o {
+        wt::CallOutcome::Complete(r) => call_result(r, budget).map(Outcome::Complete),
+        wt::CallOutcome::InputRequired(r) => super::input::input_required(r, budget).map(Outcome::InputRequired),
+    }
+}
+
+/// A resource read's outcome.
+pub(crate) fn read_outcome(o: wr::ReadOutcome, budget: &mut Budget) -> Result<Outcome<ReadResourceResult>, PluginError> {
+    match o {
+        wr::ReadOutcome::Complete(r) => {
+            budget.open()?;
+            budget.key("contents")?;
+            let contents = resource_list(r.contents, budget)?;
+            let meta = opt_json_field("_meta", r.meta, JsonKind::Object, "result `_meta`", budget)?;
+            budget.close()?;
+            Ok(Outcome::Complete(ReadResourceResult { contents, meta, cache: r.cache.map(cache_hint) }))
+        }
+        wr::ReadOutcome::InputRequired(r) => super::input::input_required(r, budget).map(Outcome::InputRequired),
+    }
+}
+
+/// A prompt's outcome.
+pub(crate) fn prompt_outcome(o: wp::PromptOutcome, budget: &mut Budget) -> Result<Outcome<GetPromptResult>, PluginError> {
+    match o {
+        wp::PromptOutcome::Complete(r) => prompt_result(r, budget).map(Outcome::Complete),
+        wp::PromptOutcome::InputRequired(r) => super::input::input_required(r, budget).map(Outcome::InputRequired),
+    }
 }
 
 pub(crate) fn call_result(r: wt::CallResult, budget: &mut Budget) -> Result<CallToolResult, PluginError> {
@@ -446,8 +500,9 @@ pub(crate) fn prompt_result(r: wp::PromptResult, budget: &mut Budget) -> Result<
         })
         .collect::<Result<_, PluginError>>()?;
     budget.close()?;
+    let meta = opt_json_field("_meta", r.meta, JsonKind::Object, "result `_meta`", budget)?;
     budget.close()?;
-    Ok(GetPromptResult { description, messages })
+    Ok(GetPromptResult { description, messages, meta })
 }
 
 pub(crate) fn completion(r: wc::CompletionResult, budget: &mut Budget) -> Result<Completion, PluginError> {

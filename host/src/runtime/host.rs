@@ -1,19 +1,16 @@
 //! The `paddock:plugin/host` imports: what a plugin may call during a request.
 //!
 //! Logging and progress go to the request's `CallContext` (and the host log); cancellation reads
-//! its flag. Sampling, elicitation and roots need the client session and answer `unsupported`
-//! for now: the three bodies are here, together, so they can be wired to the session in one place.
+//! its flag. Input from the client (sampling, elicitation, roots) is not a host call: a plugin
+//! ends its call with `input-required` and is called again with the answers.
 //!
 //! Every host call is bounded: each string a guest passes is cut to a cap before it is kept, and
 //! each call has budgets of log records and bytes, progress notifications and change notices
 //! (`CallBudgets`). The excess is dropped, counted, and recorded once per call. Plugin text that
 //! reaches the operator's log is escaped.
 
-use super::bindings::paddock::plugin::host::{
-    ClientError, ElicitationRequest, ElicitationResult, Host, ListKind, LogLevel as WitLogLevel, Root, SamplingRequest,
-    SamplingResult,
-};
-use super::bindings::paddock::plugin::types;
+use super::bindings::paddock::plugin::host::{Host, ListKind, LogLevel as WitLogLevel};
+use super::bindings::paddock::plugin::{context, input, types};
 use super::sandbox::HostState;
 use crate::escape::Escaped;
 use crate::plugin::{CallEvent, LogLevel};
@@ -63,6 +60,8 @@ fn take(left: &mut u32) -> bool {
 }
 
 impl types::Host for HostState {}
+impl input::Host for HostState {}
+impl context::Host for HostState {}
 
 impl Host for HostState {
     async fn log(&mut self, level: WitLogLevel, logger: Option<String>, data: String) {
@@ -99,18 +98,6 @@ impl Host for HostState {
 
     async fn is_cancelled(&mut self) -> bool {
         self.cx.is_cancelled()
-    }
-
-    async fn sample(&mut self, _request: SamplingRequest) -> Result<SamplingResult, ClientError> {
-        Err(ClientError::Unsupported("sampling is not available on this connection".to_owned()))
-    }
-
-    async fn elicit(&mut self, _request: ElicitationRequest) -> Result<ElicitationResult, ClientError> {
-        Err(ClientError::Unsupported("elicitation is not available on this connection".to_owned()))
-    }
-
-    async fn list_roots(&mut self) -> Result<Vec<Root>, ClientError> {
-        Err(ClientError::Unsupported("roots are not available on this connection".to_owned()))
     }
 
     async fn notify_list_changed(&mut self, kind: ListKind) {

@@ -27,7 +27,6 @@ pub const MAX_JSON_DEPTH: usize = 64;
 pub(crate) enum JsonKind {
     Object,
     /// Any JSON value (for fields MCP does not restrict to objects).
-    #[cfg_attr(not(test), allow(dead_code))]
     Any,
 }
 

@@ -21,11 +21,11 @@ const MAX_WASM_BYTES: u64 = 256 << 20;
 const SLOW_COMPILE: Duration = Duration::from_secs(1);
 /// The interfaces every plugin must export.
 const REQUIRED_EXPORTS: [&str; 5] = [
-    "paddock:plugin/metadata@0.1.0",
-    "paddock:plugin/tools@0.1.0",
-    "paddock:plugin/resources@0.1.0",
-    "paddock:plugin/prompts@0.1.0",
-    "paddock:plugin/completion@0.1.0",
+    "paddock:plugin/metadata@0.2.0",
+    "paddock:plugin/tools@0.2.0",
+    "paddock:plugin/resources@0.2.0",
+    "paddock:plugin/prompts@0.2.0",
+    "paddock:plugin/completion@0.2.0",
 ];
 
 /// A plugin that loaded, with the grant it runs under.
@@ -49,7 +49,7 @@ pub enum LoadError {
     TooLarge { mib: u64, max_mib: u64 },
     #[error("not a WebAssembly file (no `\\0asm` header)")]
     NotWasm,
-    #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.1.0)")]
+    #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.2.0)")]
     CoreModule,
     #[error("not a WebAssembly component (unknown version or layer)")]
     NotComponent,
@@ -57,13 +57,15 @@ pub enum LoadError {
     CompileTask(String),
     #[error("it does not compile: {0}")]
     Compile(String),
-    #[error("it targets another world: it does not export {missing} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.1.0")]
+    #[error("it targets another world: it does not export {missing} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.2.0")]
     OtherWorld { missing: String, found: String },
+    #[error("it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/plugin.wit")]
+    OtherContract { version: String },
     #[error("cannot link the host interfaces: {0}")]
     Link(String),
-    #[error("it imports something the host does not provide (not a paddock:plugin@0.1.0 plugin?): {0}")]
+    #[error("it imports something the host does not provide (not a paddock:plugin@0.2.0 plugin?): {0}")]
     Imports(String),
-    #[error("it does not export the paddock:plugin@0.1.0 interfaces: {0}")]
+    #[error("it does not export the paddock:plugin@0.2.0 interfaces: {0}")]
     Exports(String),
     #[error("reading its catalog failed: {0}")]
     CatalogCall(crate::plugin::PluginError),
@@ -293,13 +295,21 @@ async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component,
     Ok((component, outcome))
 }
 
-/// Checks that the component exports the `paddock:plugin@0.1.0` interfaces.
+/// The contract version this host loads.
+pub const CONTRACT_VERSION: &str = "0.2.0";
+
+/// Checks that the component exports the `paddock:plugin@0.2.0` interfaces.
 fn check_world(component: &Component) -> Result<(), LoadError> {
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(component.engine()).map(|(name, _)| name.to_owned()).collect();
     let missing: Vec<&str> = REQUIRED_EXPORTS.iter().copied().filter(|r| !exports.iter().any(|e| e == r)).collect();
     if missing.is_empty() {
         return Ok(());
+    }
+    // `paddock:plugin/tools@0.1.0`: our interfaces at another version.
+    let other_version = exports.iter().find_map(|e| e.strip_prefix("paddock:plugin/tools@")).filter(|v| *v != CONTRACT_VERSION);
+    if let Some(version) = other_version {
+        return Err(LoadError::OtherContract { version: version.chars().take(32).collect() });
     }
     let found = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
     Err(LoadError::OtherWorld { missing: missing.join(", "), found })

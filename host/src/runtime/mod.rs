@@ -19,6 +19,7 @@ mod egress;
 mod engine;
 mod host;
 mod http;
+mod input;
 mod json;
 mod loader;
 mod output;

@@ -17,9 +17,8 @@ use super::loader::LoadError;
 use super::sandbox::{HostState, PrepareError, Sandbox};
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
-use crate::protocol::{
-    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ResourceContents,
-};
+use crate::input::Outcome;
+use crate::protocol::{CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ReadResourceResult};
 
 /// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB), whatever the
 /// output limit: the floor of `hostcall_fuel`.
@@ -131,7 +130,7 @@ impl WasmPlugin {
         };
         let declared =
             with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(LoadError::CatalogCall)?;
-        catalog::build(declared).map_err(|why| LoadError::Catalog { plugin: self.id.clone(), why })
+        catalog::build(declared).map_err(|why| LoadError::Catalog { plugin: self.id.clone(), why: why.to_string() })
     }
 
     /// Admits a call through the plugin's and the global gate, then builds a fresh store and
@@ -320,16 +319,17 @@ impl Plugin for WasmPlugin {
         tool: &'a str,
         arguments: &'a str,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<CallToolResult, PluginError>> {
+    ) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
+            let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
             let out = call
                 .instance
                 .paddock_plugin_tools()
-                .call_call_tool(&mut call.store, &tool.to_owned(), &arguments.to_owned())
+                .call_call_tool(&mut call.store, &context, &tool.to_owned(), &arguments.to_owned())
                 .await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::call_result(out, &mut self.budget()))
+            call.charged(convert::call_outcome(out, &mut self.budget()))
         }))
     }
 
@@ -337,12 +337,13 @@ impl Plugin for WasmPlugin {
         &'a self,
         uri: &'a str,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
+    ) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
+            let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
-            let out = call.instance.paddock_plugin_resources().call_read_resource(&mut call.store, uri).await;
+            let out = call.instance.paddock_plugin_resources().call_read_resource(&mut call.store, &context, uri).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::resource_list(out, &mut self.budget()))
+            call.charged(convert::read_outcome(out, &mut self.budget()))
         }))
     }
 
@@ -351,12 +352,14 @@ impl Plugin for WasmPlugin {
         prompt: &'a str,
         arguments: &'a [(String, String)],
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<GetPromptResult, PluginError>> {
+    ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
+            let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(prompt)).await?;
-            let out = call.instance.paddock_plugin_prompts().call_get_prompt(&mut call.store, prompt, arguments).await;
+            let out =
+                call.instance.paddock_plugin_prompts().call_get_prompt(&mut call.store, &context, prompt, arguments).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::prompt_result(out, &mut self.budget()))
+            call.charged(convert::prompt_outcome(out, &mut self.budget()))
         }))
     }
 
@@ -377,8 +380,10 @@ impl Plugin for WasmPlugin {
                 argument_value: request.argument_value.clone(),
                 context: request.context.clone(),
             };
+            let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some("completion")).await?;
-            let out = call.instance.paddock_plugin_completion().call_complete(&mut call.store, &wit_request).await;
+            let out =
+                call.instance.paddock_plugin_completion().call_complete(&mut call.store, &context, &wit_request).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(convert::completion(out, &mut self.budget()))
         }))

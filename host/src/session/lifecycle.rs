@@ -15,6 +15,8 @@ pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key carrying the client capabilities of a modern request.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key carrying the client info of a modern request (optional).
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key carrying the log level a modern request opts in to.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key carrying server info on modern results.

@@ -10,19 +10,25 @@ use super::Era;
 use super::lifecycle::{self, META_SERVER_INFO, MODERN_VERSIONS};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line};
 use crate::plugin::{CallContext, CallEvent, LogLevel, PluginError};
-use crate::protocol::{CallToolResult, CompletionTarget};
+use crate::protocol::{CacheHint, CacheScope, CompletionTarget};
 use crate::router::{Named, RouteError, Router};
 
 /// Legacy error code for an unknown resource (2025-11-25 and earlier).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
-/// How long clients may cache list and read results (2026-07-28 `ttlMs`): lists are fixed for
-/// the life of the process, so a minute is safe.
-const TTL_MS: u64 = 60_000;
+/// A list a plugin gave no cache hint for may not be reused: it can change at any time.
+const LIST_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
+/// `server/discover` describes what is served; it changes when the plugins' lists do.
+const DISCOVER_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
 
 /// Whether a method reaches a plugin (and so runs as its own task).
 pub(super) fn runs_in_plugin(method: &str) -> bool {
-    matches!(method, "tools/call" | "resources/read" | "prompts/get" | "completion/complete")
+    needs_input_model(method) || method == "completion/complete"
+}
+
+/// Whether a method's plugin call may end with `input-required`.
+pub(super) fn needs_input_model(method: &str) -> bool {
+    matches!(method, "tools/call" | "resources/read" | "prompts/get")
 }
 
 /// The server's name and version.
@@ -50,24 +56,47 @@ pub(super) fn discover_result(router: &Router) -> Value {
     result
 }
 
-/// Adds what every result of the request's era carries: for 2026-07-28, `resultType`, server
-/// info in `_meta`, and cache hints on cacheable results.
-pub(super) fn decorate(mut result: Value, method: &str, era: Era) -> Value {
+/// Adds what every result of the request's era carries: for 2026-07-28, `resultType` (unless the
+/// result has its own), server info in `_meta`, and the cache hint of a cacheable result.
+pub(super) fn decorate(mut result: Value, era: Era, cache: Option<CacheHint>) -> Value {
     if let (Era::Modern { .. }, Value::Object(object)) = (era, &mut result) {
-        object.insert("resultType".into(), json!("complete"));
+        object.entry("resultType").or_insert_with(|| json!("complete"));
         let meta = object.entry("_meta").or_insert_with(|| json!({}));
         if let Value::Object(meta) = meta {
             meta.insert(META_SERVER_INFO.into(), server_info());
         }
-        if matches!(
-            method,
-            "server/discover" | "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read"
-        ) {
-            object.insert("ttlMs".into(), json!(TTL_MS));
-            object.insert("cacheScope".into(), json!("public"));
+        if let Some(cache) = cache {
+            object.insert("ttlMs".into(), json!(cache.ttl_ms));
+            object.insert("cacheScope".into(), json!(cache.scope));
         }
     }
     result
+}
+
+/// The cache hint of a list or discovery result: what the plugins said (the shortest time, and
+/// `private` if any plugin's list is), or not reusable when a plugin said nothing.
+pub(super) fn list_cache(router: &Router, method: &str) -> Option<CacheHint> {
+    use crate::plugin::ListCacheHints;
+    let pick: fn(&ListCacheHints) -> Option<CacheHint> = match method {
+        "tools/list" => |c| c.tools,
+        "prompts/list" => |c| c.prompts,
+        "resources/list" => |c| c.resources,
+        "resources/templates/list" => |c| c.resource_templates,
+        "server/discover" => return Some(DISCOVER_CACHE),
+        _ => return None,
+    };
+    let mut hint = CacheHint { ttl_ms: u64::MAX, scope: CacheScope::Public };
+    for plugin in router.plugins() {
+        let own = pick(&plugin.catalog().cache).unwrap_or(LIST_DEFAULT_CACHE);
+        hint.ttl_ms = hint.ttl_ms.min(own.ttl_ms);
+        if own.scope == CacheScope::Private {
+            hint.scope = CacheScope::Private;
+        }
+    }
+    if hint.ttl_ms == u64::MAX {
+        hint.ttl_ms = 0;
+    }
+    Some(hint)
 }
 
 pub(super) fn serve_list(router: &Router, method: &str, params: Option<&Map<String, Value>>, _era: Era) -> Result<Value, ErrorObject> {
@@ -95,56 +124,9 @@ fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>
     Ok(Value::Object(result))
 }
 
-pub(super) async fn serve_plugin(router: &Router, method: &str, params: Option<&Map<String, Value>>, era: Era, cx: &CallContext) -> Result<Value, ErrorObject> {
+/// `completion/complete`, the plugin method that never needs input.
+pub(super) async fn serve_completion(router: &Router, method: &str, params: Option<&Map<String, Value>>, era: Era, cx: &CallContext) -> Result<Value, ErrorObject> {
     match method {
-        "tools/call" => {
-            let name = required_str(params, "name")?;
-            let arguments = match params.and_then(|p| p.get("arguments")) {
-                None | Some(Value::Null) => "{}".to_owned(),
-                Some(value @ Value::Object(_)) => value.to_string(),
-                Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`arguments` must be an object")),
-            };
-            match router.call_tool(name, &arguments, cx).await {
-                Ok(result) => to_json(&result),
-                Err(RouteError::Plugin { plugin, error }) => match error {
-                    PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),
-                    other => {
-                        tracing::warn!(%plugin, tool = name, error = %crate::escape::Escaped(&other.to_string()), "tool call failed");
-                        to_json(&CallToolResult::error(other.to_string()))
-                    }
-                },
-                Err(other) => Err(route_error(other, era)),
-            }
-        }
-        "resources/read" => {
-            let uri = required_str(params, "uri")?;
-            let contents = router.read_resource(uri, cx).await.map_err(|e| route_error(e, era))?;
-            Ok(json!({"contents": to_json(&contents)?}))
-        }
-        "prompts/get" => {
-            let name = required_str(params, "name")?;
-            let Some(prompt) = router.prompt(name) else {
-                return Err(ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{name}`")));
-            };
-            let mut arguments = Vec::new();
-            match params.and_then(|p| p.get("arguments")) {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(args)) => {
-                    for (key, value) in args {
-                        let Value::String(value) = value else {
-                            return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt argument `{key}` must be a string")));
-                        };
-                        arguments.push((key.clone(), value.clone()));
-                    }
-                }
-                Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`arguments` must be an object")),
-            }
-            if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)) {
-                return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt `{name}` needs argument `{}`", missing.name)));
-            }
-            let result = router.get_prompt(name, &arguments, cx).await.map_err(|e| route_error(e, era))?;
-            to_json(&result)
-        }
         "completion/complete" => {
             let reference = params.and_then(|p| p.get("ref")).and_then(Value::as_object).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "missing `ref`"))?;
             let target = match reference.get("type").and_then(Value::as_str) {
@@ -168,21 +150,21 @@ pub(super) async fn serve_plugin(router: &Router, method: &str, params: Option<&
     }
 }
 
-fn required_str<'a>(params: Option<&'a Map<String, Value>>, key: &str) -> Result<&'a str, ErrorObject> {
+pub(super) fn required_str<'a>(params: Option<&'a Map<String, Value>>, key: &str) -> Result<&'a str, ErrorObject> {
     params
         .and_then(|p| p.get(key))
         .and_then(Value::as_str)
         .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing string parameter `{key}`")))
 }
 
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ErrorObject> {
+pub(super) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(value).map_err(|err| {
         tracing::error!(error = %err, "cannot serialize a result");
         ErrorObject::new(INTERNAL_ERROR, "internal error")
     })
 }
 
-fn route_error(error: RouteError, era: Era) -> ErrorObject {
+pub(super) fn route_error(error: RouteError, era: Era) -> ErrorObject {
     match error {
         RouteError::UnknownName { kind, name } => ErrorObject::new(INVALID_PARAMS, format!("unknown {kind} `{}`", shortened(&name))),
         RouteError::UnknownResource { uri } => {
@@ -193,6 +175,7 @@ fn route_error(error: RouteError, era: Era) -> ErrorObject {
         RouteError::Plugin { plugin, error } => match error {
             PluginError::NotFound(what) => ErrorObject::new(INVALID_PARAMS, format!("not found: {what}")),
             PluginError::InvalidParams(why) => ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}")),
+            PluginError::InvalidInputResponse(why) => ErrorObject::new(INVALID_PARAMS, why),
             other => {
                 tracing::warn!(%plugin, error = %crate::escape::Escaped(&other.to_string()), "plugin request failed");
                 ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {other}"))

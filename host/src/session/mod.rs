@@ -18,9 +18,12 @@
 //! sockets.
 
 mod batch;
+mod client_requests;
 mod lifecycle;
 mod methods;
 mod outbound;
+mod rounds;
+mod server;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -34,12 +37,15 @@ use tokio::sync::{Semaphore, mpsc};
 
 pub use lifecycle::{LEGACY_VERSIONS, MODERN_VERSIONS};
 pub use outbound::{Frame, Outbound, OutboundLimits, OutboundReceiver, TransportClosed, outbound};
+pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
+pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
 
 use batch::{Batch, Dest};
 
 use crate::jsonrpc::{self, ErrorObject, Id, Message};
+use crate::input::ClientInfo;
 use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
-use crate::router::Router;
+use client_requests::ClientRequests;
 
 /// Requests of one channel admitted at once (running, or waiting for their plugin's
 /// concurrency gate). One more is answered with `SERVER_BUSY` at once: reading never waits for
@@ -65,6 +71,9 @@ pub(crate) enum Era {
 struct LegacyState {
     version: Option<&'static str>,
     log_level: LogLevel,
+    /// What the client declared at `initialize`.
+    client_capabilities: Map<String, Value>,
+    client_info: Option<ClientInfo>,
 }
 
 /// A request admitted to run. The entry leaves the map when the request is answered or
@@ -78,8 +87,9 @@ struct InFlight {
 
 /// One channel's session.
 pub struct Session {
-    router: Arc<Router>,
+    server: Arc<Server>,
     out: Outbound,
+    client_requests: ClientRequests,
     legacy: Mutex<LegacyState>,
     in_flight: Mutex<HashMap<Id, InFlight>>,
     admitted: Arc<Semaphore>,
@@ -93,12 +103,18 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session whose outgoing messages go to `out`.
-    pub fn new(router: Arc<Router>, out: Outbound) -> Arc<Session> {
+    /// A session of `server` whose outgoing messages go to `out`.
+    pub fn new(server: Arc<Server>, out: Outbound) -> Arc<Session> {
         Arc::new(Session {
-            router,
+            server,
             out,
-            legacy: Mutex::new(LegacyState { version: None, log_level: LogLevel::Info }),
+            client_requests: ClientRequests::default(),
+            legacy: Mutex::new(LegacyState {
+                version: None,
+                log_level: LogLevel::Info,
+                client_capabilities: Map::new(),
+                client_info: None,
+            }),
             in_flight: Mutex::new(HashMap::new()),
             admitted: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             generation: AtomicU64::new(0),
@@ -168,9 +184,12 @@ impl Session {
         match message {
             Message::Request { id, method, params } => self.handle_request(id, method, params, dest).await,
             Message::Notification { method, params } => self.handle_notification(&method, params.as_ref()).await,
-            Message::Response { id, .. } => {
-                // Paddock sends no requests to clients yet, so no response is awaited.
-                tracing::debug!(id = ?id.map(|i| i.to_string()), "ignoring a response to no pending request");
+            Message::Response { id, outcome } => {
+                // Routed at once: a plugin request waiting for this answer resumes.
+                let routed = id.as_ref().is_some_and(|id| self.client_requests.answer(id, outcome));
+                if !routed {
+                    tracing::debug!(id = ?id.map(|i| i.to_string()), "ignoring a response to no pending request");
+                }
             }
         }
     }
@@ -204,7 +223,8 @@ impl Session {
         };
         if !methods::runs_in_plugin(&method) {
             let outcome = self.serve_local(&method, params.as_ref(), era);
-            return self.reply(&dest, &id, &method, era, outcome).await;
+            let cache = methods::list_cache(&self.server.router, &method);
+            return self.reply(&dest, &id, era, outcome.map(|result| rounds::Finished { result, cache })).await;
         }
         let Ok(permit) = Arc::clone(&self.admitted).try_acquire_owned() else {
             let error = ErrorObject::new(
@@ -255,6 +275,9 @@ impl Session {
                 let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
                 let version = lifecycle::negotiate(requested);
                 legacy.version = Some(version);
+                legacy.client_capabilities =
+                    params.and_then(|p| p.get("capabilities")).and_then(Value::as_object).cloned().unwrap_or_default();
+                legacy.client_info = crate::input::RequestContext::client_info_from(params.and_then(|p| p.get("clientInfo")));
                 Ok(Era::Legacy { version })
             }
             ("ping", version) => Ok(Era::Legacy { version: version.unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1]) }),
@@ -273,10 +296,10 @@ impl Session {
                     Era::Legacy { version } => version,
                     Era::Modern { .. } => LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1],
                 };
-                Ok(methods::initialize_result(&self.router, version))
+                Ok(methods::initialize_result(&self.server.router, version))
             }
             "ping" => Ok(json!({})),
-            "server/discover" => Ok(methods::discover_result(&self.router)),
+            "server/discover" => Ok(methods::discover_result(&self.server.router)),
             "logging/setLevel" => {
                 let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
                 let level = level.and_then(LogLevel::parse).ok_or_else(|| {
@@ -285,7 +308,7 @@ impl Session {
                 self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level = level;
                 Ok(json!({}))
             }
-            _ => methods::serve_list(&self.router, method, params, era),
+            _ => methods::serve_list(&self.server.router, method, params, era),
         }
     }
 
@@ -302,7 +325,7 @@ impl Session {
     ) {
         let notifier = methods::Notifier::new(params.as_ref(), era, self.legacy_log_level());
         // A panic anywhere below becomes an error reply, never a request left unanswered.
-        let work = AssertUnwindSafe(methods::serve_plugin(&self.router, &method, params.as_ref(), era, &cx)).catch_unwind();
+        let work = AssertUnwindSafe(self.serve_plugin(&method, params.as_ref(), era, &cx)).catch_unwind();
         tokio::pin!(work);
         let backstop = async {
             cx.cancelled().await;
@@ -350,7 +373,23 @@ impl Session {
             }
             None => return,
         };
-        self.reply(&entry.dest, &id, &method, era, outcome).await;
+        self.reply(&entry.dest, &id, era, outcome).await;
+    }
+
+    /// Runs a plugin method: completion once, the others through the input model.
+    async fn serve_plugin(
+        self: &Arc<Self>,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+        era: Era,
+        cx: &CallContext,
+    ) -> Result<rounds::Finished, ErrorObject> {
+        if methods::needs_input_model(method) {
+            return self.serve_with_input(method, params, era, cx).await;
+        }
+        let cx = cx.clone().with_request(self.request_context(params, era));
+        let result = methods::serve_completion(&self.server.router, method, params, era, &cx).await?;
+        Ok(rounds::Finished { result, cache: None })
     }
 
     fn forward(&self, notifier: &methods::Notifier, cx: &CallContext, event: crate::plugin::CallEvent) {
@@ -366,9 +405,9 @@ impl Session {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level
     }
 
-    async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<Value, ErrorObject>) {
+    async fn reply(&self, dest: &Dest, id: &Id, era: Era, outcome: Result<rounds::Finished, ErrorObject>) {
         let line = match outcome {
-            Ok(result) => jsonrpc::result_line(id, &methods::decorate(result, method, era)),
+            Ok(finished) => jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache)),
             Err(error) => jsonrpc::error_line(Some(id), &error),
         };
         self.deliver(dest, line).await;

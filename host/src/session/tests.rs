@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::{OutboundLimits, OutboundReceiver, Session, outbound};
+use super::{OutboundLimits, OutboundReceiver, Server, Session, outbound};
+use crate::input::{InputMethod, InputRequest, InputRequired, Outcome, StateKey};
 use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, LogLevel, Plugin, PluginError};
 use crate::protocol::{
-    CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt, PromptArgument,
-    PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    CacheHint, CacheScope, CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt,
+    PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
 };
 use crate::router::{Prefix, Router, RouterEntry};
 
@@ -38,6 +39,8 @@ pub(crate) struct FakeState {
     /// Signalled when a `flood` call has emitted everything and returns.
     flooded: Notify,
     gates_entered: AtomicUsize,
+    /// Runs of `ask_name`.
+    runs: AtomicUsize,
 }
 
 impl FakeState {
@@ -57,13 +60,44 @@ fn tool(name: &str) -> Tool {
         annotations: None,
         icons: vec![],
         meta: None,
+        execution: None,
+        required_capabilities: (name == "needs_sampling").then(|| json!({"sampling": {}}).as_object().cloned().expect("object")),
     }
+}
+
+fn elicit(key: &str, message: &str) -> InputRequest {
+    let params = json!({"message": message, "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}});
+    InputRequest { key: key.into(), method: InputMethod::ElicitForm, params: params.as_object().cloned().expect("object") }
+}
+
+fn sample(key: &str) -> InputRequest {
+    let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Capital of France?"}}], "maxTokens": 10});
+    InputRequest { key: key.into(), method: InputMethod::Sample { tools: false, context: false }, params: params.as_object().cloned().expect("object") }
+}
+
+fn roots(key: &str) -> InputRequest {
+    InputRequest { key: key.into(), method: InputMethod::ListRoots, params: serde_json::Map::new() }
+}
+
+/// The answer under `key` in the request's input responses.
+fn answer<'a>(cx: &'a CallContext, key: &str) -> Option<&'a Value> {
+    cx.request.input_responses.iter().find(|r| r.key == key).map(|r| &r.result)
+}
+
+fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult { content: vec![ContentBlock::text(text)], structured_content: None, is_error: false, meta: None }
 }
 
 impl FakePlugin {
     pub(crate) fn new() -> Arc<FakePlugin> {
         let catalog = Catalog {
-            tools: ["echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood"].into_iter().map(tool).collect(),
+            tools: [
+                "echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood", "ask_name", "ask_three", "two_rounds",
+                "needs_sampling", "ask_forever",
+            ]
+            .into_iter()
+            .map(tool)
+            .collect(),
             resources: vec![Resource {
                 uri: "fake://readme".into(),
                 name: "readme".into(),
@@ -73,6 +107,7 @@ impl FakePlugin {
                 size: None,
                 icons: vec![],
                 annotations: None,
+                meta: None,
             }],
             resource_templates: vec![ResourceTemplate {
                 uri_template: "fake://items/{id}".into(),
@@ -82,6 +117,7 @@ impl FakePlugin {
                 mime_type: None,
                 icons: vec![],
                 annotations: None,
+                meta: None,
             }],
             prompts: vec![Prompt {
                 name: "greet".into(),
@@ -89,6 +125,7 @@ impl FakePlugin {
                 description: None,
                 arguments: vec![PromptArgument { name: "name".into(), title: None, description: None, required: true }],
                 icons: vec![],
+                meta: None,
             }],
             ..Catalog::default()
         };
@@ -105,9 +142,52 @@ impl Plugin for FakePlugin {
         &self.catalog
     }
 
-    fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<CallToolResult, PluginError>> {
+    fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
         Box::pin(async move {
             match tool {
+                "ask_name" => {
+                    self.state.runs.fetch_add(1, Ordering::SeqCst);
+                    return Ok(match answer(cx, "user_name") {
+                        Some(reply) => Outcome::Complete(text_result(format!(
+                            "Hello, {} (state {:?}, protocol {})",
+                            reply["content"]["name"].as_str().unwrap_or("?"),
+                            cx.request.state.as_deref().map(String::from_utf8_lossy),
+                            cx.request.protocol_version
+                        ))),
+                        None => Outcome::InputRequired(InputRequired { requests: vec![elicit("user_name", "What is your name?")], state: Some(b"asked".to_vec()) }),
+                    });
+                }
+                "ask_three" => {
+                    return Ok(match (answer(cx, "name"), answer(cx, "capital"), answer(cx, "roots")) {
+                        (Some(name), Some(capital), Some(roots)) => Outcome::Complete(text_result(format!(
+                            "{} / {} / {}",
+                            name["action"].as_str().unwrap_or("?"),
+                            capital["content"]["text"].as_str().unwrap_or("?"),
+                            roots["roots"].as_array().map_or(0, Vec::len)
+                        ))),
+                        _ => Outcome::InputRequired(InputRequired { requests: vec![elicit("name", "Name?"), sample("capital"), roots("roots")], state: None }),
+                    });
+                }
+                "two_rounds" => {
+                    return Ok(match (cx.request.state.as_deref(), answer(cx, "first"), answer(cx, "second")) {
+                        (None, _, _) => Outcome::InputRequired(InputRequired { requests: vec![elicit("first", "First?")], state: Some(b"round-1".to_vec()) }),
+                        (Some(b"round-1"), Some(first), _) => Outcome::InputRequired(InputRequired {
+                            requests: vec![elicit("second", "Second?")],
+                            state: Some(format!("round-2:{}", first["content"]["name"].as_str().unwrap_or("?")).into_bytes()),
+                        }),
+                        (Some(state), _, Some(second)) => Outcome::Complete(text_result(format!(
+                            "{} then {}",
+                            String::from_utf8_lossy(state),
+                            second["content"]["name"].as_str().unwrap_or("?")
+                        ))),
+                        (Some(state), _, _) => Outcome::Complete(text_result(format!("unexpected state {}", String::from_utf8_lossy(state)))),
+                    });
+                }
+                "needs_sampling" => return Ok(Outcome::Complete(text_result("sampled"))),
+                "ask_forever" => return Ok(Outcome::InputRequired(InputRequired { requests: vec![roots("again")], state: None })),
+                _ => {}
+            }
+            let result = match tool {
                 "echo" => {
                     let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
                     Ok(CallToolResult { content: vec![ContentBlock::text(args["text"].as_str().unwrap_or_default())], structured_content: None, is_error: false, meta: None })
@@ -117,7 +197,7 @@ impl Plugin for FakePlugin {
                     // Runs until cancelled (or far longer than any test waits).
                     for _ in 0..1000 {
                         if cx.is_cancelled() {
-                            return Ok(CallToolResult::error("cancelled"));
+                            return Ok(Outcome::Complete(CallToolResult::error("cancelled")));
                         }
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
@@ -156,24 +236,34 @@ impl Plugin for FakePlugin {
                     Ok(CallToolResult { content: vec![ContentBlock::text("flooded")], structured_content: None, is_error: false, meta: None })
                 }
                 _ => Err(PluginError::NotFound(tool.to_owned())),
-            }
+            };
+            result.map(Outcome::Complete)
         })
     }
 
-    fn read_resource<'a>(&'a self, uri: &'a str, _cx: &'a CallContext) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
+    fn read_resource<'a>(&'a self, uri: &'a str, _cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         Box::pin(async move {
             if uri == "fake://readme" || uri == "fake://items/7" {
-                Ok(vec![ResourceContents { uri: uri.into(), mime_type: Some("text/plain".into()), text: Some(format!("contents of {uri}")), blob: None, meta: None }])
+                let contents = vec![ResourceContents { uri: uri.into(), mime_type: Some("text/plain".into()), text: Some(format!("contents of {uri}")), blob: None, meta: None }];
+                let cache = (uri == "fake://readme").then_some(CacheHint { ttl_ms: 5000, scope: CacheScope::Public });
+                Ok(Outcome::Complete(ReadResourceResult { contents, meta: None, cache }))
             } else {
                 Err(PluginError::NotFound(uri.into()))
             }
         })
     }
 
-    fn get_prompt<'a>(&'a self, _prompt: &'a str, arguments: &'a [(String, String)], _cx: &'a CallContext) -> BoxFuture<'a, Result<GetPromptResult, PluginError>> {
+    fn get_prompt<'a>(&'a self, _prompt: &'a str, arguments: &'a [(String, String)], cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         Box::pin(async move {
-            let name = arguments.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone()).unwrap_or_default();
-            Ok(GetPromptResult { description: None, messages: vec![PromptMessage { role: Role::User, content: ContentBlock::text(format!("Say hello to {name}")) }] })
+            let mut name = arguments.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone()).unwrap_or_default();
+            if name == "?" {
+                match answer(cx, "who") {
+                    Some(reply) => name = reply["content"]["name"].as_str().unwrap_or("?").to_owned(),
+                    None => return Ok(Outcome::InputRequired(InputRequired { requests: vec![elicit("who", "Whom to greet?")], state: None })),
+                }
+            }
+            let messages = vec![PromptMessage { role: Role::User, content: ContentBlock::text(format!("Say hello to {name}")) }];
+            Ok(Outcome::Complete(GetPromptResult { description: None, messages, meta: None }))
         })
     }
 
@@ -201,8 +291,13 @@ impl Harness {
     }
 
     fn with_limits(router: Router, limits: OutboundLimits) -> Harness {
+        Harness::with_server(router, limits, WAIT, crate::input::seal::STATE_TTL)
+    }
+
+    fn with_server(router: Router, limits: OutboundLimits, input_timeout: Duration, state_ttl: Duration) -> Harness {
         let (tx, rx) = outbound(limits);
-        Harness { session: Session::new(Arc::new(router), tx), rx }
+        let server = Server::with_limits(Arc::new(router), StateKey::random().expect("a key"), input_timeout, state_ttl);
+        Harness { session: Session::new(server, tx), rx }
     }
 
     async fn send(&mut self, frame: &str) {
@@ -382,12 +477,15 @@ async fn lists_are_sorted_and_paged_with_cursors() {
     }
     assert_eq!(
         names,
-        ["fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing", "fake_obedient", "fake_panic", "fake_slow", "fake_trap"]
+        [
+            "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing",
+            "fake_needs_sampling", "fake_obedient", "fake_panic", "fake_slow", "fake_trap", "fake_two_rounds"
+        ]
     );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
     assert_eq!(bad["error"]["code"], -32602);
     let empty = h.ask(&modern(21, "tools/list", r#""cursor":"""#)).await;
-    assert_eq!(empty["result"]["tools"][0]["name"], "fake_echo", "an empty cursor is the first page");
+    assert_eq!(empty["result"]["tools"][0]["name"], "fake_ask_forever", "an empty cursor is the first page");
 }
 
 #[tokio::test]
@@ -728,7 +826,7 @@ async fn stdio_serves_until_eof_and_returns_ok() {
     let router = Arc::new(Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let serve = tokio::spawn(crate::transport::stdio::serve(router, server_in, server_out));
+    let serve = tokio::spawn(crate::transport::stdio::serve(Server::new(router, StateKey::random().expect("a key")), server_in, server_out));
     client.write_all(b"\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n").await.expect("write");
     client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}\n").await.expect("write");
     drop(client);
@@ -748,7 +846,7 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
     let router = Arc::new(Router::new(vec![]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let serve = tokio::spawn(crate::transport::stdio::serve(router, server_in, server_out));
+    let serve = tokio::spawn(crate::transport::stdio::serve(Server::new(router, StateKey::random().expect("a key")), server_in, server_out));
     let writer = tokio::spawn(async move {
         let chunk = vec![b'x'; 1 << 20];
         for _ in 0..17 {
@@ -764,3 +862,5 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
     writer.await.expect("writer");
     drop(serve);
 }
+
+mod input_rounds;

@@ -18,8 +18,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
-use crate::router::Router;
-use crate::session::{Frame, OutboundLimits, OutboundReceiver, Session, outbound};
+
+use crate::session::{Frame, OutboundLimits, OutboundReceiver, Server, Session, outbound};
 
 /// The longest line accepted, in bytes.
 pub const MAX_LINE: usize = 16 << 20;
@@ -88,7 +88,7 @@ impl Splitter {
 }
 
 /// Serves one session over the process's stdin and stdout until stdin ends.
-pub async fn serve_process(router: Arc<Router>) -> std::io::Result<()> {
+pub async fn serve_process(server: Arc<Server>) -> std::io::Result<()> {
     let (lines_tx, lines_rx) = mpsc::channel(READ_AHEAD);
     std::thread::Builder::new().name("paddock-stdin".into()).spawn(move || {
         let stdin = std::io::stdin();
@@ -122,7 +122,7 @@ pub async fn serve_process(router: Arc<Router>) -> std::io::Result<()> {
         let written = write_frames(&mut out_rx, &mut output);
         let _ = done_tx.send(written);
     })?;
-    drive(Session::new(router, out_tx), lines_rx).await;
+    drive(Session::new(server, out_tx), lines_rx).await;
     // The writer ends once every request has let go of the session. A request still running
     // after the drain, or a client that no longer reads stdout, must not keep the process
     // alive: the wait is bounded and the blocked thread is left behind for the process exit.
@@ -155,7 +155,7 @@ fn write_line(output: &mut impl Write, line: &str) -> std::io::Result<()> {
 }
 
 /// Serves one session over `input`/`output` until `input` ends.
-pub async fn serve<R, W>(router: Arc<Router>, mut input: R, output: W) -> std::io::Result<()>
+pub async fn serve<R, W>(server: Arc<Server>, mut input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -190,7 +190,7 @@ where
     });
     let (out_tx, out_rx) = outbound(OutboundLimits::default());
     let writer = tokio::spawn(write_lines(out_rx, output));
-    drive(Session::new(router, out_tx), lines_rx).await;
+    drive(Session::new(server, out_tx), lines_rx).await;
     reader.abort();
     writer.await.map_err(std::io::Error::other)?
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use paddock::plugin::{CallContext, CallEvent, LogLevel, Plugin, PluginError};
 use paddock::policy::{Grant, Limits};
-use paddock::protocol::{CompletionRequest, CompletionTarget, ContentBlock};
+use paddock::protocol::{CacheHint, CacheScope, CompletionRequest, CompletionTarget, ContentBlock};
 use serde_json::json;
 
 use super::*;
@@ -88,7 +88,7 @@ async fn host_log_and_progress_reach_the_call_context() {
     let (tx, mut rx) = tokio::sync::mpsc::channel(paddock::plugin::EVENT_QUEUE);
     let cx = CallContext::new("7", Some(tx));
     let out = ok_text(call_with(&plugin, "log_progress", json!({}), &cx).await);
-    assert_eq!(out, "logged; roots: unsupported");
+    assert_eq!(out, "logged");
     let mut events = Vec::new();
     while let Ok(event) = rx.try_recv() {
         events.push(event);
@@ -132,17 +132,21 @@ async fn resources_prompts_and_completion_are_served() {
     assert_eq!(catalog.resource_templates[0].uri_template, "fixture://echo/{text}");
     assert_eq!(catalog.prompts[0].name, "greet");
     let cx = CallContext::detached("r");
-    let read =
-        tokio::time::timeout(WAIT, plugin.read_resource("fixture://hello", &cx)).await.expect("in time").expect("read");
-    assert_eq!(read[0].text.as_deref(), Some("hello, world"));
-    let blob =
-        tokio::time::timeout(WAIT, plugin.read_resource("fixture://blob", &cx)).await.expect("in time").expect("read");
-    assert_eq!(blob[0].blob.as_deref(), Some("AAEC/w=="));
+    let read = tokio::time::timeout(WAIT, plugin.read_resource("fixture://hello", &cx)).await.expect("in time").expect("read");
+    let read = read.into_complete().expect("complete");
+    assert_eq!(read.contents[0].text.as_deref(), Some("hello, world"));
+    assert_eq!(read.cache, Some(CacheHint { ttl_ms: 1_000, scope: CacheScope::Private }), "the plugin's cache hint comes through");
+    let blob = tokio::time::timeout(WAIT, plugin.read_resource("fixture://blob", &cx)).await.expect("in time").expect("read");
+    let blob = blob.into_complete().expect("complete");
+    assert_eq!(blob.contents[0].blob.as_deref(), Some("AAEC/w=="));
+    assert_eq!(blob.cache, None);
+    assert_eq!(catalog.cache.resources, Some(CacheHint { ttl_ms: 30_000, scope: CacheScope::Public }));
+    assert_eq!(catalog.cache.tools, None);
     let missing = tokio::time::timeout(WAIT, plugin.read_resource("fixture://nope", &cx)).await.expect("in time");
     assert!(matches!(missing, Err(PluginError::NotFound(_))), "{missing:?}");
     let args = vec![("who".to_owned(), "Ada".to_owned())];
-    let prompt =
-        tokio::time::timeout(WAIT, plugin.get_prompt("greet", &args, &cx)).await.expect("in time").expect("prompt");
+    let prompt = tokio::time::timeout(WAIT, plugin.get_prompt("greet", &args, &cx)).await.expect("in time").expect("prompt");
+    let prompt = prompt.into_complete().expect("complete");
     assert!(matches!(&prompt.messages[0].content, ContentBlock::Text { text, .. } if text == "Hello, Ada!"));
     let request = CompletionRequest {
         target: CompletionTarget::Prompt("greet".into()),

@@ -92,5 +92,6 @@ async fn unserializable_results_are_malformed_output_naming_the_problem() {
 async fn call_bad_result(plugin: &WasmPlugin, kind: &str) -> Result<paddock::protocol::CallToolResult, PluginError> {
     let args = json!({"kind": kind}).to_string();
     let cx = CallContext::detached("bad");
-    tokio::time::timeout(WAIT, plugin.call_tool("bad_result", &args, &cx)).await.expect("call finished in time")
+    let outcome = tokio::time::timeout(WAIT, plugin.call_tool("bad_result", &args, &cx)).await.expect("call finished in time")?;
+    Ok(outcome.into_complete().expect("a complete result"))
 }

@@ -81,7 +81,7 @@ async fn bad_files_are_reported_while_good_plugins_load() {
     assert!(problem("broken.wasm").contains("not a WebAssembly file"), "{}", problem("broken.wasm"));
     assert!(problem("core.wasm").contains("core module"), "{}", problem("core.wasm"));
     let other = problem("otherworld.wasm");
-    assert!(other.contains("another world") && other.contains("paddock:plugin/tools@0.1.0"), "{other}");
+    assert!(other.contains("another world") && other.contains("paddock:plugin/tools@0.2.0"), "{other}");
     assert!(problem("truncated.wasm").contains("does not compile"), "{}", problem("truncated.wasm"));
     assert!(problem("bad name.wasm").contains("not a valid plugin id"));
     let grant = problem("granted.toml");
@@ -112,11 +112,11 @@ async fn inspect_shows_exports_and_requests() {
     let rt = runtime();
     let seen =
         tokio::time::timeout(WAIT, inspect(&rt, &fixture_wasm("fixture"))).await.expect("in time").expect("inspect");
-    assert_eq!(seen.catalog.tools.len(), 28);
+    assert_eq!(seen.catalog.tools.len(), 30);
     assert_eq!(seen.catalog.info.requests.network, vec!["http://127.0.0.1:*".to_owned()]);
     assert_eq!(seen.catalog.info.requests.env, vec!["GRANTED_VAR".to_owned()]);
-    assert!(seen.exports.iter().any(|e| e == "paddock:plugin/tools@0.1.0"), "{:?}", seen.exports);
-    assert!(seen.imports.iter().any(|i| i == "paddock:plugin/host@0.1.0"), "{:?}", seen.imports);
+    assert!(seen.exports.iter().any(|e| e == "paddock:plugin/tools@0.2.0"), "{:?}", seen.exports);
+    assert!(seen.imports.iter().any(|i| i == "paddock:plugin/host@0.2.0"), "{:?}", seen.imports);
     let wrong = inspect(&rt, &fixture_wasm("other_world")).await.expect_err("other world");
     assert!(wrong.to_string().contains("other_world.wasm") && wrong.reason.contains("another world"), "{wrong}");
 }

@@ -13,6 +13,7 @@ mod catalogs;
 mod descriptors;
 mod egress;
 mod grants;
+mod input;
 mod loading;
 mod output;
 mod pinning;
@@ -73,6 +74,17 @@ pub async fn call_with(
     args: serde_json::Value,
     cx: &CallContext,
 ) -> Result<CallToolResult, PluginError> {
+    let outcome = outcome_with(plugin, tool, args, cx).await?;
+    Ok(outcome.into_complete().expect("the tool completes without asking for input"))
+}
+
+/// Calls a tool with `cx`, under the test timeout, and returns its outcome.
+pub async fn outcome_with(
+    plugin: &WasmPlugin,
+    tool: &str,
+    args: serde_json::Value,
+    cx: &CallContext,
+) -> Result<paddock::input::Outcome<CallToolResult>, PluginError> {
     let args = args.to_string();
     tokio::time::timeout(WAIT, plugin.call_tool(tool, &args, cx)).await.expect("call finished in time")
 }

@@ -1,6 +1,9 @@
 //! Every kind of registration, as a plugin author writes it.
 
-use paddock_sdk::{Content, Json, PromptMessage, Requests, UriVars, export_plugin, prompt, resource, resource_template, tool};
+use paddock_sdk::{
+    Content, Elicited, Json, PromptMessage, Request, Requests, Sampling, UriVars, export_plugin, prompt, resource, resource_template,
+    sampled_text, tool,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +35,46 @@ fn picture() -> Vec<Content> {
     vec![Content::text("a pixel"), Content::image(vec![0u8; 4], "image/png")]
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct UserName {
+    name: String,
+}
+
+/// Greets the user, asking for the name.
+#[tool]
+fn greet(cx: &Request) -> paddock_sdk::Result<String> {
+    let Elicited::Accepted(user) = cx.elicit::<UserName>("user_name", "What is your name?")? else {
+        return Ok("Maybe next time.".into());
+    };
+    Ok(format!("Hello, {}!", user.name))
+}
+
+/// Summarizes the text with the client's model.
+#[tool(requires = "sampling")]
+fn summarize(args: Args, cx: &Request) -> paddock_sdk::Result<String> {
+    let reply = cx.sample("summary", Sampling::prompt(format!("Summarize: {}", args.text), 100))?;
+    Ok(sampled_text(&reply))
+}
+
+#[resource(uri = "demo://whoami")]
+fn whoami(cx: &Request) -> String {
+    cx.client_name().unwrap_or("unknown").to_owned()
+}
+
+#[resource_template(uri_template = "demo://roots/{n}")]
+fn root(vars: UriVars, cx: &Request) -> paddock_sdk::Result<String> {
+    let roots = cx.roots("roots")?;
+    Ok(format!("{} of {}", vars.get("n").unwrap_or("?"), roots.len()))
+}
+
+#[prompt]
+fn welcome(cx: &Request) -> paddock_sdk::Result<Vec<PromptMessage>> {
+    let Elicited::Accepted(user) = cx.elicit::<UserName>("who", "Whom to welcome?")? else {
+        return Err(paddock_sdk::Error::failed("nobody to welcome"));
+    };
+    Ok(vec![PromptMessage::user(format!("Welcome {}", user.name))])
+}
+
 #[resource(uri = "demo://about", mime_type = "text/plain")]
 fn about() -> &'static str {
     "about"
@@ -52,10 +95,10 @@ export_plugin! {
     version: "1.0.0",
     description: "All registrations",
     requests: Requests::new().env("HOME"),
-    tools: [echo, length, picture],
-    resources: [about],
-    resource_templates: [item],
-    prompts: [review],
+    tools: [echo, length, picture, greet, summarize],
+    resources: [about, whoami],
+    resource_templates: [item, root],
+    prompts: [review, welcome],
 }
 
 fn main() {}

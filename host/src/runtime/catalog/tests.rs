@@ -35,6 +35,8 @@ fn tool(name: &str, input_schema: String, output_schema: Option<String>, meta: O
         annotations: None,
         icons: vec![],
         meta,
+        task_support: wt::TaskSupport::Forbidden,
+        required_client_capabilities: None,
     }
 }
 
@@ -47,11 +49,18 @@ fn template(uri_template: String) -> wr::ResourceTemplate {
         mime_type: None,
         icons: vec![],
         annotations: None,
+        meta: None,
     }
 }
 
 fn declared(tools: Vec<wt::Tool>, templates: Vec<wr::ResourceTemplate>) -> Declared {
-    Declared { info: info(), tools, resources: vec![], templates, prompts: vec![] }
+    Declared {
+        info: info(),
+        tools: wt::ToolList { tools, cache: None },
+        resources: wr::ResourceList { resources: vec![], cache: None },
+        templates: wr::TemplateList { templates, cache: None },
+        prompts: wp::PromptList { prompts: vec![], cache: None },
+    }
 }
 
 /// An object schema nested `depth` levels deep.
@@ -72,7 +81,7 @@ fn template_of(tag: usize, vars: usize, bytes: usize) -> String {
 }
 
 fn refused(d: Declared) -> String {
-    build(d).expect_err("the catalog must be refused")
+    build(d).expect_err("the catalog must be refused").to_string()
 }
 
 #[test]
@@ -116,13 +125,13 @@ impl Plugin for Fixed {
     fn catalog(&self) -> &Catalog {
         &self.0
     }
-    fn call_tool<'a>(&'a self, t: &'a str, _: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<CallToolResult, PluginError>> {
+    fn call_tool<'a>(&'a self, t: &'a str, _: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<crate::input::Outcome<CallToolResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(t.to_owned())) })
     }
-    fn read_resource<'a>(&'a self, u: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<Vec<ResourceContents>, PluginError>> {
+    fn read_resource<'a>(&'a self, u: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<crate::input::Outcome<crate::protocol::ReadResourceResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(u.to_owned())) })
     }
-    fn get_prompt<'a>(&'a self, p: &'a str, _: &'a [(String, String)], _: &'a CallContext) -> BoxFuture<'a, Result<GetPromptResult, PluginError>> {
+    fn get_prompt<'a>(&'a self, p: &'a str, _: &'a [(String, String)], _: &'a CallContext) -> BoxFuture<'a, Result<crate::input::Outcome<GetPromptResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(p.to_owned())) })
     }
     fn complete<'a>(&'a self, _: &'a CompletionRequest, _: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {

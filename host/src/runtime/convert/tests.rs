@@ -39,8 +39,8 @@ fn contents(blob: bool) -> w::ResourceContents {
 
 /// One of every kind of block, bare and full.
 fn every_block() -> Vec<w::ContentBlock> {
-    let text = |text: String, annotations| w::ContentBlock::Text(w::TextContent { text, annotations });
-    let media = |data: Vec<u8>, annotations| w::MediaContent { data, mime_type: costly(1), annotations };
+    let text = |text: String, annotations| w::ContentBlock::Text(w::TextContent { text, annotations, meta: None });
+    let media = |data: Vec<u8>, annotations| w::MediaContent { data, mime_type: costly(1), annotations, meta: None };
     vec![
         text(String::new(), None),
         text(costly(5), full_annotations()),
@@ -56,6 +56,7 @@ fn every_block() -> Vec<w::ContentBlock> {
             size: None,
             icons: vec![],
             annotations: None,
+            meta: None,
         }),
         w::ContentBlock::ResourceLink(w::ResourceLink {
             uri: costly(1),
@@ -66,9 +67,10 @@ fn every_block() -> Vec<w::ContentBlock> {
             size: Some(u64::MAX),
             icons: vec![icon(), w::Icon { src: String::new(), mime_type: None, sizes: vec![], theme: Some("dark".into()) }],
             annotations: full_annotations(),
+            meta: None,
         }),
-        w::ContentBlock::Resource(w::EmbeddedResource { resource: contents(false), annotations: None }),
-        w::ContentBlock::Resource(w::EmbeddedResource { resource: contents(true), annotations: full_annotations() }),
+        w::ContentBlock::Resource(w::EmbeddedResource { resource: contents(false), annotations: None, meta: None }),
+        w::ContentBlock::Resource(w::EmbeddedResource { resource: contents(true), annotations: full_annotations(), meta: None }),
     ]
 }
 
@@ -84,7 +86,7 @@ fn call(content: Vec<w::ContentBlock>) -> wt::CallResult {
 #[test]
 fn output_over_budget_is_a_limit() {
     let mut budget = Budget::new(10);
-    let block = w::ContentBlock::Text(w::TextContent { text: "x".repeat(11), annotations: None });
+    let block = w::ContentBlock::Text(w::TextContent { text: "x".repeat(11), annotations: None, meta: None });
     assert_eq!(content_block(block, &mut budget).expect_err("too big"), PluginError::Limit { limit: "output" });
 }
 
@@ -100,7 +102,7 @@ fn every_item_is_charged_exactly_what_it_takes_on_the_wire() {
         .enumerate()
         .map(|(i, content)| wp::PromptMessage { role: if i % 2 == 0 { w::Role::User } else { w::Role::Assistant }, content })
         .collect();
-    let prompt = prompt_result(wp::PromptResult { description: Some(costly(2)), messages }, &mut budget).expect("converts");
+    let prompt = prompt_result(wp::PromptResult { description: Some(costly(2)), messages, meta: None }, &mut budget).expect("converts");
     assert_eq!(wire_len(&prompt), budget.spent(), "bytes sent and bytes charged");
 
     let mut budget = Budget::new(u64::MAX);
@@ -118,21 +120,21 @@ fn every_item_is_charged_exactly_what_it_takes_on_the_wire() {
 fn empty_blocks_and_escapes_cost_what_they_cost_on_the_wire() {
     let limit = 1 << 20;
     // A million empty text blocks are 26 MB on the wire, whatever their text.
-    let empty = || w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: None });
+    let empty = || w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: None, meta: None });
     let many = call(std::iter::repeat_with(empty).take(1_000_000).collect());
     assert_eq!(call_result(many, &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: "output" });
     // A MiB of control characters is 6 MiB of escapes.
-    let controls = w::ContentBlock::Text(w::TextContent { text: "\u{1}".repeat(1 << 20), annotations: None });
+    let controls = w::ContentBlock::Text(w::TextContent { text: "\u{1}".repeat(1 << 20), annotations: None, meta: None });
     assert_eq!(call_result(call(vec![controls]), &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: "output" });
     // Audience roles cost their names.
     let roles = w::Annotations { audience: vec![w::Role::Assistant; 200_000], priority: None, last_modified: None };
-    let block = w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: Some(roles) });
+    let block = w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: Some(roles), meta: None });
     assert_eq!(call_result(call(vec![block]), &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: "output" });
 }
 
 #[test]
 fn a_result_passes_exactly_when_it_fits_the_limit() {
-    let empty = || w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: None });
+    let empty = || w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: None, meta: None });
     for blocks in [0, 1, 2, 10, 1000, 40_000, 41_000] {
         let content: Vec<_> = std::iter::repeat_with(empty).take(blocks).chain(every_block()).collect();
         let sent = wire_len(&call_result(call(content.clone()), &mut Budget::new(u64::MAX)).expect("converts"));
@@ -193,7 +195,7 @@ mod shapes {
     fn block() -> impl Strategy<Value = w::ContentBlock> {
         let media = || {
             (prop::collection::vec(any::<u8>(), 0..8), text(), annotations())
-                .prop_map(|(data, mime_type, annotations)| w::MediaContent { data, mime_type, annotations })
+                .prop_map(|(data, mime_type, annotations)| w::MediaContent { data, mime_type, annotations, meta: None })
         };
         let link = (
             (text(), text(), prop::option::of(text()), prop::option::of(text()), prop::option::of(text())),
@@ -208,14 +210,15 @@ mod shapes {
                 size,
                 icons,
                 annotations,
+                meta: None,
             });
         prop_oneof![
-            (text(), annotations()).prop_map(|(text, annotations)| w::ContentBlock::Text(w::TextContent { text, annotations })),
+            (text(), annotations()).prop_map(|(text, annotations)| w::ContentBlock::Text(w::TextContent { text, annotations, meta: None })),
             media().prop_map(w::ContentBlock::Image),
             media().prop_map(w::ContentBlock::Audio),
             link.prop_map(w::ContentBlock::ResourceLink),
             (contents(), annotations())
-                .prop_map(|(resource, annotations)| w::ContentBlock::Resource(w::EmbeddedResource { resource, annotations })),
+                .prop_map(|(resource, annotations)| w::ContentBlock::Resource(w::EmbeddedResource { resource, annotations, meta: None })),
         ]
     }
 
@@ -245,7 +248,7 @@ mod shapes {
         ) {
             let messages = messages.into_iter().map(|(role, content)| wp::PromptMessage { role, content }).collect();
             let mut budget = Budget::new(u64::MAX);
-            let prompt = prompt_result(wp::PromptResult { description, messages }, &mut budget).expect("converts");
+            let prompt = prompt_result(wp::PromptResult { description, messages, meta: None }, &mut budget).expect("converts");
             prop_assert_eq!(wire_len(&prompt), budget.spent());
             let mut budget = Budget::new(u64::MAX);
             let done = completion(wc::CompletionResult { values, total, has_more }, &mut budget).expect("converts");
@@ -287,6 +290,7 @@ fn media_is_base64_and_json_is_checked() {
         data: vec![0, 1, 2, 255],
         mime_type: "image/png".into(),
         annotations: None,
+        meta: None,
     });
     let ContentBlock::Image { data, .. } = content_block(block, &mut budget).expect("ok") else {
         panic!("not an image")

@@ -18,6 +18,7 @@ use serde_json::Value;
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
 use exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
+use paddock::plugin::context::RequestContext;
 use paddock::plugin::types::{ContentBlock, Error, ResourceBody, ResourceContents, TextContent};
 
 struct BadCatalog;
@@ -65,11 +66,13 @@ fn tool(name: &str, input_schema: String, output_schema: Option<String>, meta: O
         annotations: None,
         icons: vec![],
         meta,
+        task_support: tools::TaskSupport::Forbidden,
+        required_client_capabilities: None,
     }
 }
 
 fn text(s: impl Into<String>) -> ContentBlock {
-    ContentBlock::Text(TextContent { text: s.into(), annotations: None })
+    ContentBlock::Text(TextContent { text: s.into(), annotations: None, meta: None })
 }
 
 impl metadata::Guest for BadCatalog {
@@ -88,13 +91,13 @@ impl metadata::Guest for BadCatalog {
 }
 
 impl tools::Guest for BadCatalog {
-    fn list_tools() -> Vec<tools::Tool> {
+    fn list_tools() -> tools::ToolList {
         let v = variant();
         let depth = |bad: bool| if bad { HOSTILE_DEPTH } else { DEPTH };
         let title = if is(&v, "surrogate") { r"\ud800" } else { r"\ud83d\ude00" };
         let maximum = if is(&v, "big-number") { "1e400" } else { "1.7976931348623157e308" };
         let schema_bytes = if is(&v, "huge-schema") { SCHEMA_BYTES + 1 } else { SCHEMA_BYTES };
-        vec![
+        let tools = vec![
             tool("echo", r#"{"type":"object","properties":{"text":{"type":"string"}}}"#.to_owned(), None, None),
             tool("bad_result", r#"{"type":"object","properties":{"kind":{"type":"string"}}}"#.to_owned(), None, None),
             tool("deep_schema", nested(depth(is(&v, "deep-schema"))), None, None),
@@ -107,10 +110,17 @@ impl tools::Guest for BadCatalog {
                 Some(format!(r#"{{"type":"object","properties":{{"n":{{"type":"number","maximum":{maximum}}}}}}}"#)),
                 None,
             ),
-        ]
+        ];
+        tools::ToolList { tools, cache: None }
     }
 
-    fn call_tool(name: String, arguments: String) -> Result<tools::CallResult, Error> {
+    fn call_tool(_context: RequestContext, name: String, arguments: String) -> Result<tools::CallOutcome, Error> {
+        call(name, arguments).map(tools::CallOutcome::Complete)
+    }
+}
+
+fn call(name: String, arguments: String) -> Result<tools::CallResult, Error> {
+    {
         let args: Value = serde_json::from_str(&arguments).map_err(|e| Error::InvalidParams(e.to_string()))?;
         let arg = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let result = |structured: Option<String>, meta: Option<String>| tools::CallResult {
@@ -141,15 +151,15 @@ fn long_template(bytes: usize) -> String {
 }
 
 impl resources::Guest for BadCatalog {
-    fn list_resources() -> Vec<resources::Resource> {
-        vec![]
+    fn list_resources() -> resources::ResourceList {
+        resources::ResourceList { resources: vec![], cache: None }
     }
 
-    fn list_resource_templates() -> Vec<resources::ResourceTemplate> {
+    fn list_resource_templates() -> resources::TemplateList {
         let v = variant();
         let vars = if is(&v, "many-vars") { TEMPLATE_VARIABLES + 1 } else { TEMPLATE_VARIABLES };
         let long = if is(&v, "bad-template") { TEMPLATE_BYTES + 1 } else { TEMPLATE_BYTES };
-        [format!("a://{}!", "{v}".repeat(vars)), "cal://{year}-{month}-{day}".to_owned(), long_template(long)]
+        let templates = [format!("a://{}!", "{v}".repeat(vars)), "cal://{year}-{month}-{day}".to_owned(), long_template(long)]
             .into_iter()
             .map(|uri_template| resources::ResourceTemplate {
                 uri_template,
@@ -159,28 +169,31 @@ impl resources::Guest for BadCatalog {
                 mime_type: Some("text/plain".to_owned()),
                 icons: vec![],
                 annotations: None,
+                meta: None,
             })
-            .collect()
+            .collect();
+        resources::TemplateList { templates, cache: None }
     }
 
-    fn read_resource(uri: String) -> Result<Vec<ResourceContents>, Error> {
+    fn read_resource(_context: RequestContext, uri: String) -> Result<resources::ReadOutcome, Error> {
         let body = ResourceBody::Text(format!("read {} bytes", uri.len()));
-        Ok(vec![ResourceContents { uri, mime_type: Some("text/plain".to_owned()), body, meta: None }])
+        let contents = vec![ResourceContents { uri, mime_type: Some("text/plain".to_owned()), body, meta: None }];
+        Ok(resources::ReadOutcome::Complete(resources::ReadResult { contents, cache: None, meta: None }))
     }
 }
 
 impl prompts::Guest for BadCatalog {
-    fn list_prompts() -> Vec<prompts::Prompt> {
-        vec![]
+    fn list_prompts() -> prompts::PromptList {
+        prompts::PromptList { prompts: vec![], cache: None }
     }
 
-    fn get_prompt(name: String, _arguments: Vec<(String, String)>) -> Result<prompts::PromptResult, Error> {
+    fn get_prompt(_context: RequestContext, name: String, _arguments: Vec<(String, String)>) -> Result<prompts::PromptOutcome, Error> {
         Err(Error::NotFound(name))
     }
 }
 
 impl completion::Guest for BadCatalog {
-    fn complete(_request: completion::CompletionRequest) -> Result<completion::CompletionResult, Error> {
+    fn complete(_context: RequestContext, _request: completion::CompletionRequest) -> Result<completion::CompletionResult, Error> {
         Ok(completion::CompletionResult { values: vec![], total: None, has_more: false })
     }
 }

@@ -18,7 +18,8 @@ mod files;
 mod network;
 
 use exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
-use paddock::plugin::types::{ContentBlock, Error, ResourceContents, TextContent};
+use paddock::plugin::context::RequestContext;
+use paddock::plugin::types::{ContentBlock, Error, TextContent};
 
 struct Hostile;
 
@@ -108,7 +109,7 @@ impl From<wasip2::sockets::network::ErrorCode> for Refused {
 pub(crate) type Outcome = Result<String, Refused>;
 
 pub(crate) fn text(s: impl Into<String>) -> ContentBlock {
-    ContentBlock::Text(TextContent { text: s.into(), annotations: None })
+    ContentBlock::Text(TextContent { text: s.into(), annotations: None, meta: None })
 }
 
 fn answer(outcome: Outcome) -> tools::CallResult {
@@ -135,11 +136,11 @@ impl metadata::Guest for Hostile {
 }
 
 impl tools::Guest for Hostile {
-    fn list_tools() -> Vec<tools::Tool> {
+    fn list_tools() -> tools::ToolList {
         if std::env::var("HOSTILE_CATALOG").is_ok_and(|v| v == "trap") {
             panic!("the catalog traps while the host loads it");
         }
-        TOOLS
+        let tools = TOOLS
             .iter()
             .map(|name| tools::Tool {
                 name: (*name).to_owned(),
@@ -150,11 +151,20 @@ impl tools::Guest for Hostile {
                 annotations: None,
                 icons: vec![],
                 meta: None,
+                task_support: tools::TaskSupport::Forbidden,
+                required_client_capabilities: None,
             })
-            .collect()
+            .collect();
+        tools::ToolList { tools, cache: None }
     }
 
-    fn call_tool(name: String, arguments: String) -> Result<tools::CallResult, Error> {
+    fn call_tool(_context: RequestContext, name: String, arguments: String) -> Result<tools::CallOutcome, Error> {
+        run_tool(name, arguments).map(tools::CallOutcome::Complete)
+    }
+}
+
+fn run_tool(name: String, arguments: String) -> Result<tools::CallResult, Error> {
+    {
         let args = Args(serde_json::from_str(&arguments).map_err(|e| Error::InvalidParams(e.to_string()))?);
         if let Some(result) = bombs::result_attack(&name, &args) {
             return Ok(result);
@@ -201,31 +211,31 @@ impl tools::Guest for Hostile {
 }
 
 impl resources::Guest for Hostile {
-    fn list_resources() -> Vec<resources::Resource> {
-        vec![]
+    fn list_resources() -> resources::ResourceList {
+        resources::ResourceList { resources: vec![], cache: None }
     }
 
-    fn list_resource_templates() -> Vec<resources::ResourceTemplate> {
-        vec![]
+    fn list_resource_templates() -> resources::TemplateList {
+        resources::TemplateList { templates: vec![], cache: None }
     }
 
-    fn read_resource(uri: String) -> Result<Vec<ResourceContents>, Error> {
+    fn read_resource(_context: RequestContext, uri: String) -> Result<resources::ReadOutcome, Error> {
         Err(Error::NotFound(uri))
     }
 }
 
 impl prompts::Guest for Hostile {
-    fn list_prompts() -> Vec<prompts::Prompt> {
-        vec![]
+    fn list_prompts() -> prompts::PromptList {
+        prompts::PromptList { prompts: vec![], cache: None }
     }
 
-    fn get_prompt(name: String, _arguments: Vec<(String, String)>) -> Result<prompts::PromptResult, Error> {
+    fn get_prompt(_context: RequestContext, name: String, _arguments: Vec<(String, String)>) -> Result<prompts::PromptOutcome, Error> {
         Err(Error::NotFound(name))
     }
 }
 
 impl completion::Guest for Hostile {
-    fn complete(_request: completion::CompletionRequest) -> Result<completion::CompletionResult, Error> {
+    fn complete(_context: RequestContext, _request: completion::CompletionRequest) -> Result<completion::CompletionResult, Error> {
         Ok(completion::CompletionResult { values: vec![], total: None, has_more: false })
     }
 }

@@ -5,7 +5,8 @@ wit_bindgen::generate!({ world: "evil:escape/plugin-with-shell", path: ["../../.
 
 use evil::escape::shell;
 use exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
-use paddock::plugin::types::{ContentBlock, Error, ResourceContents, TextContent};
+use paddock::plugin::context::RequestContext;
+use paddock::plugin::types::{ContentBlock, Error, TextContent};
 
 struct UnknownImport;
 
@@ -25,8 +26,8 @@ impl metadata::Guest for UnknownImport {
 }
 
 impl tools::Guest for UnknownImport {
-    fn list_tools() -> Vec<tools::Tool> {
-        vec![tools::Tool {
+    fn list_tools() -> tools::ToolList {
+        let tools = vec![tools::Tool {
             name: "shell".to_owned(),
             title: None,
             description: Some("Runs a command through the imported shell".to_owned()),
@@ -35,46 +36,49 @@ impl tools::Guest for UnknownImport {
             annotations: None,
             icons: vec![],
             meta: None,
-        }]
+            task_support: tools::TaskSupport::Forbidden,
+            required_client_capabilities: None,
+        }];
+        tools::ToolList { tools, cache: None }
     }
 
-    fn call_tool(_name: String, arguments: String) -> Result<tools::CallResult, Error> {
+    fn call_tool(_context: RequestContext, _name: String, arguments: String) -> Result<tools::CallOutcome, Error> {
         let output = shell::run(&arguments);
-        Ok(tools::CallResult {
-            content: vec![ContentBlock::Text(TextContent { text: output, annotations: None })],
+        Ok(tools::CallOutcome::Complete(tools::CallResult {
+            content: vec![ContentBlock::Text(TextContent { text: output, annotations: None, meta: None })],
             structured_content: None,
             is_error: false,
             meta: None,
-        })
+        }))
     }
 }
 
 impl resources::Guest for UnknownImport {
-    fn list_resources() -> Vec<resources::Resource> {
-        vec![]
+    fn list_resources() -> resources::ResourceList {
+        resources::ResourceList { resources: vec![], cache: None }
     }
 
-    fn list_resource_templates() -> Vec<resources::ResourceTemplate> {
-        vec![]
+    fn list_resource_templates() -> resources::TemplateList {
+        resources::TemplateList { templates: vec![], cache: None }
     }
 
-    fn read_resource(uri: String) -> Result<Vec<ResourceContents>, Error> {
+    fn read_resource(_context: RequestContext, uri: String) -> Result<resources::ReadOutcome, Error> {
         Err(Error::NotFound(uri))
     }
 }
 
 impl prompts::Guest for UnknownImport {
-    fn list_prompts() -> Vec<prompts::Prompt> {
-        vec![]
+    fn list_prompts() -> prompts::PromptList {
+        prompts::PromptList { prompts: vec![], cache: None }
     }
 
-    fn get_prompt(name: String, _arguments: Vec<(String, String)>) -> Result<prompts::PromptResult, Error> {
+    fn get_prompt(_context: RequestContext, name: String, _arguments: Vec<(String, String)>) -> Result<prompts::PromptOutcome, Error> {
         Err(Error::NotFound(name))
     }
 }
 
 impl completion::Guest for UnknownImport {
-    fn complete(_request: completion::CompletionRequest) -> Result<completion::CompletionResult, Error> {
+    fn complete(_context: RequestContext, _request: completion::CompletionRequest) -> Result<completion::CompletionResult, Error> {
         Ok(completion::CompletionResult { values: vec![], total: None, has_more: false })
     }
 }
