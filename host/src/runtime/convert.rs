@@ -467,13 +467,8 @@ pub(crate) fn call_result(r: wt::CallResult, budget: &mut Budget) -> Result<Call
     budget.close()?;
     let result = CallToolResult {
         content,
-        structured_content: opt_json_field(
-            "structuredContent",
-            r.structured_content,
-            JsonKind::Object,
-            "structured content",
-            budget,
-        )?,
+        // Any JSON value (2026-07-28); the session turns a non-object into text for older clients.
+        structured_content: opt_json_field("structuredContent", r.structured_content, JsonKind::Any, "structured content", budget)?,
         is_error: r.is_error,
         meta: opt_json_field("_meta", r.meta, JsonKind::Object, "result `_meta`", budget)?,
     };

@@ -24,6 +24,7 @@ mod methods;
 mod outbound;
 mod rounds;
 mod server;
+mod shape;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -224,7 +225,7 @@ impl Session {
         if !methods::runs_in_plugin(&method) {
             let outcome = self.serve_local(&method, params.as_ref(), era);
             let cache = methods::list_cache(&self.server.router, &method);
-            return self.reply(&dest, &id, era, outcome.map(|result| rounds::Finished { result, cache })).await;
+            return self.reply(&dest, &id, &method, era, outcome.map(|result| rounds::Finished { result, cache })).await;
         }
         let Ok(permit) = Arc::clone(&self.admitted).try_acquire_owned() else {
             let error = ErrorObject::new(
@@ -373,7 +374,7 @@ impl Session {
             }
             None => return,
         };
-        self.reply(&entry.dest, &id, era, outcome).await;
+        self.reply(&entry.dest, &id, &method, era, outcome).await;
     }
 
     /// Runs a plugin method: completion once, the others through the input model.
@@ -405,9 +406,16 @@ impl Session {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level
     }
 
-    async fn reply(&self, dest: &Dest, id: &Id, era: Era, outcome: Result<rounds::Finished, ErrorObject>) {
+    async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<rounds::Finished, ErrorObject>) {
         let line = match outcome {
-            Ok(finished) => jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache)),
+            Ok(mut finished) => {
+                let revision = match era {
+                    Era::Legacy { version } => shape::Revision::parse(version),
+                    Era::Modern { .. } => shape::Revision::V2026_07_28,
+                };
+                shape::shape(&mut finished.result, method, revision);
+                jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache))
+            }
             Err(error) => jsonrpc::error_line(Some(id), &error),
         };
         self.deliver(dest, line).await;

@@ -93,7 +93,7 @@ impl FakePlugin {
         let catalog = Catalog {
             tools: [
                 "echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood", "ask_name", "ask_three", "two_rounds",
-                "needs_sampling", "ask_forever",
+                "needs_sampling", "ask_forever", "structured_array",
             ]
             .into_iter()
             .map(tool)
@@ -184,6 +184,11 @@ impl Plugin for FakePlugin {
                     });
                 }
                 "needs_sampling" => return Ok(Outcome::Complete(text_result("sampled"))),
+                "structured_array" => {
+                    let structured = serde_json::value::RawValue::from_string("[1,2]".into()).expect("json");
+                    let result = CallToolResult { content: vec![], structured_content: Some(structured), is_error: false, meta: None };
+                    return Ok(Outcome::Complete(result));
+                }
                 "ask_forever" => return Ok(Outcome::InputRequired(InputRequired { requests: vec![roots("again")], state: None })),
                 _ => {}
             }
@@ -479,7 +484,7 @@ async fn lists_are_sorted_and_paged_with_cursors() {
         names,
         [
             "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing",
-            "fake_needs_sampling", "fake_obedient", "fake_panic", "fake_slow", "fake_trap", "fake_two_rounds"
+            "fake_needs_sampling", "fake_obedient", "fake_panic", "fake_slow", "fake_structured_array", "fake_trap", "fake_two_rounds"
         ]
     );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
@@ -864,3 +869,20 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
 }
 
 mod input_rounds;
+
+#[tokio::test]
+async fn results_are_shaped_to_the_negotiated_revision() {
+    let mut modern = Harness::new();
+    let result = modern.ask(&modern_call(1, "fake_structured_array")).await["result"].clone();
+    assert_eq!(result["structuredContent"], json!([1, 2]), "any JSON value on 2026-07-28: {result}");
+
+    let mut legacy = Harness::new();
+    legacy.initialize("2025-11-25").await;
+    let reply = legacy.ask(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake_structured_array","arguments":{}}}"#).await;
+    assert!(reply["result"].get("structuredContent").is_none(), "{reply}");
+    assert_eq!(reply["result"]["content"], json!([{"type": "text", "text": "[1,2]"}]), "delivered as text: {reply}");
+}
+
+fn modern_call(id: u32, tool: &str) -> String {
+    modern(id, "tools/call", &format!(r#""name":"{tool}","arguments":{{}}"#))
+}
