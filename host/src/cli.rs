@@ -180,9 +180,11 @@ async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
     let entries = report
         .plugins
         .iter()
-        .map(|loaded| crate::router::RouterEntry {
-            plugin: loaded.plugin.clone() as Arc<dyn crate::plugin::Plugin>,
-            prefix: crate::router::Prefix::from_grant(loaded.grant.expose_prefix.as_deref()),
+        .map(|loaded| {
+            crate::router::RouterEntry::new(
+                loaded.plugin.clone() as Arc<dyn crate::plugin::Plugin>,
+                crate::router::Prefix::from_grant(loaded.grant.expose_prefix.as_deref()),
+            )
         })
         .collect();
     let (router, router_errors) = crate::router::Router::new(entries);
@@ -210,7 +212,7 @@ async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &Commo
     }
     let router = Arc::new(loaded.router);
     tracing::info!(
-        plugins = router.plugins().len(),
+        plugins = router.served().len(),
         tools = router.tools().len(),
         resources = router.resources().len(),
         prompts = router.prompts().len(),
@@ -254,7 +256,7 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
     let router = &loaded.router;
     println!(
         "{} plugin(s) ready: {} tool(s), {} resource(s), {} resource template(s), {} prompt(s)",
-        router.plugins().len(),
+        router.served().len(),
         router.tools().len(),
         router.resources().len(),
         router.resource_templates().len(),

@@ -124,10 +124,40 @@ impl LogLevel {
 
 /// Something a plugin reported while serving a request; the session decides whether the client
 /// hears about it (progress only with a progress token, logs only at or above the client's level).
+///
+/// `ListChanged` and `ResourceUpdated` are about the plugin, not the request: the session hands
+/// them to the server, which re-reads the plugin's lists or tells subscribed clients. `plugin` is
+/// filled in by the host side of the seam (the runtime knows whose instance is speaking), never
+/// by the guest.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallEvent {
     Log { level: LogLevel, logger: Option<String>, data: String },
     Progress { progress: f64, total: Option<f64>, message: Option<String> },
+    ListChanged { plugin: Arc<str>, kind: ListKind },
+    ResourceUpdated { plugin: Arc<str>, uri: String },
+}
+
+/// Which of a plugin's lists changed. Resource templates count as resources, as in MCP's
+/// `notifications/resources/list_changed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl ListKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Resources, ListKind::Prompts];
+
+    /// The MCP notification announcing a change of this list.
+    pub fn notification(self) -> &'static str {
+        match self {
+            ListKind::Tools => "notifications/tools/list_changed",
+            ListKind::Resources => "notifications/resources/list_changed",
+            ListKind::Prompts => "notifications/prompts/list_changed",
+        }
+    }
 }
 
 /// Events one request may have queued for its session at once; further events are dropped
@@ -248,6 +278,13 @@ pub trait Plugin: Send + Sync {
 
     /// What the plugin declared at load time.
     fn catalog(&self) -> &Catalog;
+
+    /// Reads the plugin's lists again, in a fresh instance and under the load-time validation,
+    /// after the plugin announced a change. A plugin whose lists never change keeps its
+    /// load-time catalog.
+    fn reload_catalog(&self) -> BoxFuture<'_, Result<Catalog, PluginError>> {
+        Box::pin(async move { Ok(self.catalog().clone()) })
+    }
 
     /// Runs a tool by the plugin's own name; `arguments` is JSON object text.
     fn call_tool<'a>(

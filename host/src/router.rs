@@ -13,7 +13,7 @@ use std::sync::Arc;
 use template::{MAX_URI_BYTES, TemplateError, UriTemplate};
 
 use crate::input::Outcome;
-use crate::plugin::{CallContext, Plugin, PluginError};
+use crate::plugin::{CallContext, Catalog, Plugin, PluginError};
 use crate::protocol::{
     CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Tool,
@@ -44,11 +44,21 @@ impl Prefix {
     }
 }
 
-/// A plugin and how to expose it.
+/// A plugin, how to expose it, and the catalog it is routed by (the load-time one until the
+/// plugin announces a change and its lists are read again).
 #[derive(Clone)]
 pub struct RouterEntry {
     pub plugin: Arc<dyn Plugin>,
     pub prefix: Prefix,
+    pub catalog: Arc<Catalog>,
+}
+
+impl RouterEntry {
+    /// `plugin` exposed with `prefix`, routed by its load-time catalog.
+    pub fn new(plugin: Arc<dyn Plugin>, prefix: Prefix) -> RouterEntry {
+        let catalog = Arc::new(plugin.catalog().clone());
+        RouterEntry { plugin, prefix, catalog }
+    }
 }
 
 /// Why a plugin was left out of the router.
@@ -60,6 +70,15 @@ pub enum RouterError {
     Collision { first: String, second: String, kind: &'static str, name: String },
     #[error("plugin `{plugin}`: resource template `{template}` {reason}; `{plugin}` is not served")]
     InvalidTemplate { plugin: String, template: String, reason: TemplateError },
+}
+
+/// Why the lists a plugin declared again were not taken: the router keeps serving the ones it had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogChangeError {
+    #[error("plugin `{0}` is not served")]
+    NotServed(String),
+    #[error("plugin `{plugin}`: its new lists would leave {left_out} out: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Refused { plugin: String, left_out: String, problems: Vec<RouterError> },
 }
 
 /// Why a request could not be routed or served.
@@ -89,7 +108,11 @@ struct Routed {
 
 /// Every plugin's tools, resources and prompts under their exposed names.
 pub struct Router {
-    plugins: Vec<Arc<dyn Plugin>>,
+    /// Every entry the router was built from, in id order, served or not: a change of one
+    /// plugin's lists plans them all again.
+    entries: Vec<RouterEntry>,
+    /// The entries served, in id order; routes index into this.
+    served: Vec<RouterEntry>,
     tools: Vec<Tool>,
     tool_routes: HashMap<String, Routed>,
     prompts: Vec<Prompt>,
@@ -104,7 +127,7 @@ pub struct Router {
 
 impl std::fmt::Debug for Router {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Router").field("plugins", &self.plugins.len()).field("tools", &self.tools.len()).finish_non_exhaustive()
+        f.debug_struct("Router").field("plugins", &self.served.len()).field("tools", &self.tools.len()).finish_non_exhaustive()
     }
 }
 
@@ -114,7 +137,8 @@ impl Router {
     pub fn new(mut entries: Vec<RouterEntry>) -> (Router, Vec<RouterError>) {
         entries.sort_by(|a, b| a.plugin.id().cmp(b.plugin.id()));
         let mut router = Router {
-            plugins: Vec::new(),
+            entries: entries.clone(),
+            served: Vec::new(),
             tools: Vec::new(),
             tool_routes: HashMap::new(),
             prompts: Vec::new(),
@@ -134,7 +158,7 @@ impl Router {
                     for key in plan.claims() {
                         owners.insert(key, entry.plugin.id().to_owned());
                     }
-                    router.admit(entry.plugin, plan);
+                    router.admit(entry, plan);
                 }
                 Err(mut problems) => errors.append(&mut problems),
             }
@@ -146,8 +170,33 @@ impl Router {
             router.templates.drain(..).zip(router.template_routes.drain(..)).collect();
         templates.sort_by(|a, b| a.0.uri_template.cmp(&b.0.uri_template));
         (router.templates, router.template_routes) = templates.into_iter().unzip();
-        router.instructions = merge_instructions(&router.plugins);
+        router.instructions = merge_instructions(&router.served);
         (router, errors)
+    }
+
+    /// The router once `plugin` declares `catalog`: every entry is planned again, in id order.
+    /// The change is refused, and this router stays as it is, when the new lists would leave any
+    /// served plugin out (the changed one or another): one plugin's lists never take down
+    /// another's.
+    pub fn with_catalog(&self, plugin: &str, catalog: Catalog) -> Result<Router, CatalogChangeError> {
+        let mut entries = self.entries.clone();
+        let entry = entries.iter_mut().find(|e| e.plugin.id() == plugin).ok_or_else(|| CatalogChangeError::NotServed(plugin.to_owned()))?;
+        if !self.served.iter().any(|e| e.plugin.id() == plugin) {
+            return Err(CatalogChangeError::NotServed(plugin.to_owned()));
+        }
+        entry.catalog = Arc::new(catalog);
+        let (router, problems) = Router::new(entries);
+        let router = router.with_page_size(self.page_size);
+        let left_out: Vec<&str> =
+            self.served.iter().map(|e| e.plugin.id()).filter(|id| !router.served.iter().any(|e| e.plugin.id() == *id)).collect();
+        if left_out.is_empty() {
+            return Ok(router);
+        }
+        Err(CatalogChangeError::Refused {
+            plugin: plugin.to_owned(),
+            left_out: left_out.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", "),
+            problems,
+        })
     }
 
     /// Sets the page size of list results (at least 1).
@@ -156,9 +205,14 @@ impl Router {
         self
     }
 
-    /// The plugins served, in id order.
-    pub fn plugins(&self) -> &[Arc<dyn Plugin>] {
-        &self.plugins
+    /// The plugins served, in id order, with the catalogs they are routed by.
+    pub fn served(&self) -> &[RouterEntry] {
+        &self.served
+    }
+
+    /// The catalog `plugin` is routed by, when it is served.
+    pub fn catalog_of(&self, plugin: &str) -> Option<&Arc<Catalog>> {
+        self.served.iter().find(|e| e.plugin.id() == plugin).map(|e| &e.catalog)
     }
 
     /// The server instructions: every plugin's instructions under its id.
@@ -202,13 +256,13 @@ impl Router {
     pub fn tool(&self, name: &str) -> Option<(&Tool, &str)> {
         let route = self.tool_routes.get(name)?;
         let tool = self.tools.binary_search_by(|t| t.name.as_str().cmp(name)).ok().map(|i| &self.tools[i])?;
-        Some((tool, self.plugins[route.plugin].id()))
+        Some((tool, self.served[route.plugin].plugin.id()))
     }
 
     /// Calls a tool by its exposed name; the outcome comes with the id of the plugin that served it.
     pub async fn call_tool(&self, name: &str, arguments: &str, cx: &CallContext) -> Result<(&str, Outcome<CallToolResult>), RouteError> {
         let route = self.tool_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "tool", name: name.to_owned() })?;
-        let plugin = &self.plugins[route.plugin];
+        let plugin = &self.served[route.plugin].plugin;
         let outcome = plugin.call_tool(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
         Ok((plugin.id(), outcome))
     }
@@ -221,14 +275,14 @@ impl Router {
         cx: &CallContext,
     ) -> Result<(&str, Outcome<GetPromptResult>), RouteError> {
         let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.to_owned() })?;
-        let plugin = &self.plugins[route.plugin];
+        let plugin = &self.served[route.plugin].plugin;
         let outcome = plugin.get_prompt(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
         Ok((plugin.id(), outcome))
     }
 
     /// The id of the plugin serving the prompt with this exposed name.
     pub fn prompt_owner(&self, name: &str) -> Option<&str> {
-        self.prompt_routes.get(name).map(|route| self.plugins[route.plugin].id())
+        self.prompt_routes.get(name).map(|route| self.served[route.plugin].plugin.id())
     }
 
     /// The id of the plugin a `resources/read` of `uri` goes to.
@@ -240,7 +294,7 @@ impl Router {
             Some(&index) => index,
             None => self.template_routes.iter().find(|(template, _)| template.matches(uri)).map(|(_, index)| *index)?,
         };
-        Some(self.plugins[index].id())
+        Some(self.served[index].plugin.id())
     }
 
     /// The prompt with this exposed name.
@@ -264,7 +318,7 @@ impl Router {
                 .map(|(_, index)| *index)
                 .ok_or_else(|| RouteError::UnknownResource { uri: uri.to_owned() })?,
         };
-        let plugin = &self.plugins[index];
+        let plugin = &self.served[index].plugin;
         match plugin.read_resource(uri, cx).await {
             Ok(Outcome::Complete(result)) if result.contents.is_empty() => Err(RouteError::UnknownResource { uri: uri.to_owned() }),
             Ok(outcome) => Ok((plugin.id(), outcome)),
@@ -295,7 +349,7 @@ impl Router {
             argument_value: argument.1.to_owned(),
             context,
         };
-        let plugin = &self.plugins[index];
+        let plugin = &self.served[index].plugin;
         let mut completion = plugin.complete(&request, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
         if completion.values.len() > 100 {
             completion.values.truncate(100);
@@ -306,7 +360,7 @@ impl Router {
 
     fn plan(&self, entry: &RouterEntry, owners: &HashMap<(&'static str, String), String>) -> Result<Plan, Vec<RouterError>> {
         let id = entry.plugin.id();
-        let catalog = entry.plugin.catalog();
+        let catalog = &entry.catalog;
         let prefix = match &entry.prefix {
             Prefix::Default => Some(id.to_owned()),
             Prefix::Custom(p) => Some(p.clone()),
@@ -351,9 +405,9 @@ impl Router {
         if errors.is_empty() { Ok(plan) } else { Err(errors) }
     }
 
-    fn admit(&mut self, plugin: Arc<dyn Plugin>, plan: Plan) {
-        let index = self.plugins.len();
-        let catalog = plugin.catalog();
+    fn admit(&mut self, entry: RouterEntry, plan: Plan) {
+        let index = self.served.len();
+        let catalog = Arc::clone(&entry.catalog);
         for (tool, (exposed, own)) in catalog.tools.iter().zip(plan.tools) {
             self.tools.push(Tool { name: exposed.clone(), ..tool.clone() });
             self.tool_routes.insert(exposed, Routed { plugin: index, own_name: own });
@@ -370,7 +424,7 @@ impl Router {
             self.templates.push(template.clone());
             self.template_routes.push((compiled, index));
         }
-        self.plugins.push(plugin);
+        self.served.push(entry);
     }
 }
 
@@ -438,10 +492,10 @@ fn plugin_error(plugin: &dyn Plugin, error: PluginError) -> RouteError {
     RouteError::Plugin { plugin: plugin.id().to_owned(), error }
 }
 
-fn merge_instructions(plugins: &[Arc<dyn Plugin>]) -> Option<String> {
-    let sections: Vec<String> = plugins
+fn merge_instructions(served: &[RouterEntry]) -> Option<String> {
+    let sections: Vec<String> = served
         .iter()
-        .filter_map(|p| p.catalog().info.instructions.as_deref().filter(|i| !i.trim().is_empty()).map(|i| format!("## {}\n\n{}", p.id(), i.trim())))
+        .filter_map(|e| e.catalog.info.instructions.as_deref().filter(|i| !i.trim().is_empty()).map(|i| format!("## {}\n\n{}", e.plugin.id(), i.trim())))
         .collect();
     (!sections.is_empty()).then(|| sections.join("\n\n"))
 }

@@ -30,7 +30,7 @@ impl Plugin for Renamed {
 }
 
 fn entry(id: &'static str, prefix: Prefix) -> RouterEntry {
-    RouterEntry { plugin: Arc::new(Renamed(FakePlugin::new(), id)), prefix }
+    RouterEntry::new(Arc::new(Renamed(FakePlugin::new(), id)), prefix)
 }
 
 fn tool_names(router: &Router) -> Vec<&str> {
@@ -56,8 +56,8 @@ fn a_collision_names_both_plugins_and_leaves_the_second_out() {
     assert!(!errors.is_empty());
     let message = errors[0].to_string();
     assert!(message.contains("`alpha`") && message.contains("`zeta`") && message.contains("expose.prefix"), "{message}");
-    assert_eq!(router.plugins().len(), 1);
-    assert_eq!(router.plugins()[0].id(), "alpha", "plugins are admitted in id order");
+    assert_eq!(router.served().len(), 1);
+    assert_eq!(router.served()[0].plugin.id(), "alpha", "plugins are admitted in id order");
     // The shared resource URI collides too, even with distinct prefixes.
     let (_, errors) = Router::new(vec![entry("a", Prefix::Default), entry("b", Prefix::Default)]);
     assert!(errors.iter().any(|e| matches!(e, RouterError::Collision { kind: "resource", .. })), "{errors:?}");
@@ -112,7 +112,7 @@ impl Templated {
             .collect();
         let catalog = crate::plugin::Catalog { resource_templates, ..Default::default() };
         let plugin = Arc::new(Templated { id, catalog, reads: Default::default() });
-        (RouterEntry { plugin: plugin.clone(), prefix: Prefix::Default }, plugin)
+        (RouterEntry::new(plugin.clone(), Prefix::Default), plugin)
     }
 }
 
@@ -169,8 +169,8 @@ fn a_template_over_the_caps_leaves_its_plugin_out_naming_plugin_and_template() {
     let (bad, _) = Templated::entry("greedy", &["ok://{a}", many.as_str()]);
     let (good, _) = Templated::entry("good", &["good://{a}"]);
     let (router, errors) = Router::new(vec![bad, good]);
-    assert_eq!(router.plugins().len(), 1);
-    assert_eq!(router.plugins()[0].id(), "good");
+    assert_eq!(router.served().len(), 1);
+    assert_eq!(router.served()[0].plugin.id(), "good");
     let [RouterError::InvalidTemplate { plugin, template, reason }] = errors.as_slice() else {
         panic!("{errors:?}")
     };

@@ -1,7 +1,7 @@
 //! The `paddock:plugin/host` imports: what a plugin may call during a request.
 //!
-//! Logging and progress go to the request's `CallContext` (and the host log); cancellation reads
-//! its flag. Input from the client (sampling, elicitation, roots) is not a host call: a plugin
+//! Logging, progress and change notices go to the request's `CallContext` (and the host log);
+//! the session passes change notices on to the server. Cancellation reads its flag. Input from the client (sampling, elicitation, roots) is not a host call: a plugin
 //! ends its call with `input-required` and is called again with the answers.
 //!
 //! Every host call is bounded: each string a guest passes is cut to a cap before it is kept, and
@@ -104,7 +104,13 @@ impl Host for HostState {
         if !take(&mut self.budgets.notices) {
             return self.recorder.refuse(RefusalKind::Notices, "list-changed notices");
         }
+        let kind = match kind {
+            ListKind::Tools => crate::plugin::ListKind::Tools,
+            ListKind::Resources => crate::plugin::ListKind::Resources,
+            ListKind::Prompts => crate::plugin::ListKind::Prompts,
+        };
         tracing::debug!(target: "plugin", plugin = %self.plugin, ?kind, "plugin announced a list change");
+        self.cx.emit(CallEvent::ListChanged { plugin: self.plugin.clone(), kind });
     }
 
     async fn notify_resource_updated(&mut self, uri: String) {
@@ -113,6 +119,7 @@ impl Host for HostState {
         }
         let uri = truncate(uri, MAX_LABEL_BYTES * 8);
         tracing::debug!(target: "plugin", plugin = %self.plugin, uri = %Escaped(&uri), "plugin announced a resource update");
+        self.cx.emit(CallEvent::ResourceUpdated { plugin: self.plugin.clone(), uri });
     }
 }
 

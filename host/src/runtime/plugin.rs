@@ -314,6 +314,15 @@ impl Plugin for WasmPlugin {
         &self.catalog
     }
 
+    fn reload_catalog(&self) -> BoxFuture<'_, Result<Catalog, PluginError>> {
+        Box::pin(async move {
+            self.read_catalog().await.map_err(|error| match error {
+                LoadError::CatalogCall(error) => error,
+                other => PluginError::MalformedOutput(other.to_string()),
+            })
+        })
+    }
+
     fn call_tool<'a>(
         &'a self,
         tool: &'a str,

@@ -65,6 +65,7 @@ impl ClientRequests {
     }
 
     /// Requests waiting now.
+    #[cfg(test)]
     pub fn pending(&self) -> usize {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).len()
     }

@@ -70,19 +70,17 @@ pub fn removed_in_modern(method: &str) -> bool {
     matches!(method, "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" | "notifications/initialized")
 }
 
-/// The capabilities of what is being served, in either era: a kind is declared only when some
-/// plugin serves it (its list methods still answer, with an empty list, when it is not).
+/// The capabilities of what is being served, in either era. Tools, resources and prompts are
+/// always declared: their list methods always answer, and a plugin may announce a list change at
+/// any time, which every session hears (`listChanged`), as it hears the updates of resources it
+/// subscribes to (`subscribe`). Completions are declared when something can be completed.
 pub fn capabilities(router: &Router) -> Value {
-    let mut capabilities = json!({"logging": {}});
-    if !router.tools().is_empty() {
-        capabilities["tools"] = json!({"listChanged": false});
-    }
-    if !router.resources().is_empty() || !router.resource_templates().is_empty() {
-        capabilities["resources"] = json!({"subscribe": false, "listChanged": false});
-    }
-    if !router.prompts().is_empty() {
-        capabilities["prompts"] = json!({"listChanged": false});
-    }
+    let mut capabilities = json!({
+        "logging": {},
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+    });
     if !router.prompts().is_empty() || !router.resource_templates().is_empty() {
         capabilities["completions"] = json!({});
     }

@@ -86,8 +86,8 @@ pub(super) fn list_cache(router: &Router, method: &str) -> Option<CacheHint> {
         _ => return None,
     };
     let mut hint = CacheHint { ttl_ms: u64::MAX, scope: CacheScope::Public };
-    for plugin in router.plugins() {
-        let own = pick(&plugin.catalog().cache).unwrap_or(LIST_DEFAULT_CACHE);
+    for entry in router.served() {
+        let own = pick(&entry.catalog.cache).unwrap_or(LIST_DEFAULT_CACHE);
         hint.ttl_ms = hint.ttl_ms.min(own.ttl_ms);
         if own.scope == CacheScope::Private {
             hint.scope = CacheScope::Private;
@@ -234,6 +234,8 @@ impl Notifier {
                 }
                 Some(notification_line("notifications/message", params))
             }
+            // Changes go to the server, not to the request's client.
+            CallEvent::ListChanged { .. } | CallEvent::ResourceUpdated { .. } => None,
         }
     }
 }

@@ -25,6 +25,7 @@ mod outbound;
 mod rounds;
 mod server;
 mod shape;
+mod subscriptions;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -34,12 +35,14 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
 
 pub use lifecycle::{LEGACY_VERSIONS, MODERN_VERSIONS};
 pub use outbound::{Frame, Outbound, OutboundLimits, OutboundReceiver, TransportClosed, outbound};
 pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
+pub use subscriptions::{MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID};
 
 use batch::{Batch, Dest};
 
@@ -47,6 +50,7 @@ use crate::jsonrpc::{self, ErrorObject, Id, Message};
 use crate::input::ClientInfo;
 use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
 use client_requests::ClientRequests;
+use subscriptions::Filter;
 
 /// Requests of one channel admitted at once (running, or waiting for their plugin's
 /// concurrency gate). One more is answered with `SERVER_BUSY` at once: reading never waits for
@@ -75,6 +79,8 @@ struct LegacyState {
     /// What the client declared at `initialize`.
     client_capabilities: Map<String, Value>,
     client_info: Option<ClientInfo>,
+    /// The list changes and resources this session hears about.
+    followed: Filter,
 }
 
 /// A request admitted to run. The entry leaves the map when the request is answered or
@@ -86,6 +92,14 @@ struct InFlight {
     dest: Dest,
 }
 
+/// What admitting a request gives its task.
+struct Admitted {
+    permit: OwnedSemaphorePermit,
+    cx: CallContext,
+    generation: u64,
+    events: mpsc::Receiver<crate::plugin::CallEvent>,
+}
+
 /// One channel's session.
 pub struct Session {
     server: Arc<Server>,
@@ -94,7 +108,10 @@ pub struct Session {
     legacy: Mutex<LegacyState>,
     in_flight: Mutex<HashMap<Id, InFlight>>,
     admitted: Arc<Semaphore>,
+    listens: Arc<Semaphore>,
     generation: AtomicU64,
+    /// Cancelled when the client's input ends: listen requests and the change feed stop.
+    input_ended: CancellationToken,
 }
 
 impl std::fmt::Debug for Session {
@@ -115,11 +132,20 @@ impl Session {
                 log_level: LogLevel::Info,
                 client_capabilities: Map::new(),
                 client_info: None,
+                followed: Filter::legacy(),
             }),
             in_flight: Mutex::new(HashMap::new()),
             admitted: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            listens: Arc::new(Semaphore::new(MAX_LISTENS)),
             generation: AtomicU64::new(0),
+            input_ended: CancellationToken::new(),
         })
+    }
+
+    /// The client will send nothing more: listen requests end (with their closing result) and
+    /// the session stops following changes. Requests already running still finish.
+    pub fn end_of_input(&self) {
+        self.input_ended.cancel();
     }
 
     /// Handles one incoming frame. Returns once the message is answered or its work is
@@ -222,24 +248,45 @@ impl Session {
             Ok(era) => era,
             Err(error) => return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await,
         };
-        if !methods::runs_in_plugin(&method) {
+        let listen = method == "subscriptions/listen" && matches!(era, Era::Modern { .. });
+        if !listen && !methods::runs_in_plugin(&method) {
             let outcome = self.serve_local(&method, params.as_ref(), era);
-            let cache = methods::list_cache(&self.server.router, &method);
+            if method == "initialize" && outcome.is_ok() {
+                self.follow_changes();
+            }
+            let cache = methods::list_cache(&self.server.router(), &method);
             return self.reply(&dest, &id, &method, era, outcome.map(|result| rounds::Finished { result, cache })).await;
         }
+        let Some(admitted) = self.admit(&id, &dest).await else { return };
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            let Admitted { permit, cx, generation, events } = admitted;
+            let _permit = permit;
+            if listen {
+                session.listen(id, generation, params, era, cx).await;
+            } else {
+                session.run_plugin_request(id, generation, method, params, era, cx, events).await;
+            }
+        });
+    }
+
+    /// Admits a request that runs as its own task: a permit of the channel, and an entry the
+    /// client can cancel. A refusal is answered here.
+    async fn admit(&self, id: &Id, dest: &Dest) -> Option<Admitted> {
         let Ok(permit) = Arc::clone(&self.admitted).try_acquire_owned() else {
             let error = ErrorObject::new(
                 SERVER_BUSY,
                 format!("server busy: {MAX_IN_FLIGHT} requests of this connection are already in flight; retry once some have finished"),
             );
-            return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await;
+            self.deliver(dest, jsonrpc::error_line(Some(id), &error)).await;
+            return None;
         };
-        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
         let cx = CallContext::new(id.to_string(), Some(events_tx));
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let duplicate = {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            let duplicate = in_flight.contains_key(&id);
+            let duplicate = in_flight.contains_key(id);
             if !duplicate {
                 in_flight.insert(id.clone(), InFlight { generation, cx: cx.clone(), dest: dest.clone() });
             }
@@ -247,13 +294,79 @@ impl Session {
         };
         if duplicate {
             let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
-            return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await;
+            self.deliver(dest, jsonrpc::error_line(Some(id), &error)).await;
+            return None;
         }
-        let session = Arc::clone(self);
+        Some(Admitted { permit, cx, generation, events })
+    }
+
+    /// Takes the request's entry out of the in-flight map, unless it was cancelled (or its id
+    /// reused) meanwhile: only the request that still owns its entry replies.
+    fn finish(&self, id: &Id, generation: u64) -> Option<InFlight> {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match in_flight.get(id) {
+            Some(entry) if entry.generation == generation => in_flight.remove(id),
+            _ => None,
+        }
+    }
+
+    /// A legacy session hears every list change and the updates of what it subscribed to, from
+    /// `initialize` until its input ends. The feed holds the session weakly.
+    fn follow_changes(self: &Arc<Self>) {
+        let mut changes = self.server.changes();
+        let session = Arc::downgrade(self);
+        let ended = self.input_ended.clone();
         tokio::spawn(async move {
-            let _permit = permit;
-            session.run_plugin_request(id, generation, method, params, era, cx, events_rx).await;
+            loop {
+                let received = tokio::select! {
+                    received = changes.recv() => received,
+                    () = ended.cancelled() => return,
+                };
+                let Some(session) = session.upgrade() else { return };
+                let filter = session.legacy.lock().unwrap_or_else(|e| e.into_inner()).followed.clone();
+                let Some(lines) = subscriptions::lines_from(received, &filter, None) else { return };
+                for line in lines {
+                    session.out.notify(line);
+                }
+            }
         });
+    }
+
+    /// Serves a 2026-07-28 `subscriptions/listen`: the acknowledgement first, then each change
+    /// the client asked for, tagged with the request's id, until the client cancels the request
+    /// (no reply) or its input ends (the closing result).
+    async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext) {
+        let opened = match Arc::clone(&self.listens).try_acquire_owned() {
+            Ok(listening) => Filter::listen(params.as_ref(), &self.server.router()).map(|filter| (filter, listening)),
+            Err(_) => Err(ErrorObject::new(SERVER_BUSY, format!("at most {MAX_LISTENS} listen requests per connection are open at once"))),
+        };
+        let (filter, _listening) = match opened {
+            Ok(opened) => opened,
+            Err(error) => {
+                if let Some(entry) = self.finish(&id, generation) {
+                    self.deliver(&entry.dest, jsonrpc::error_line(Some(&id), &error)).await;
+                }
+                return;
+            }
+        };
+        // Following starts before the acknowledgement, so nothing after it is missed.
+        let mut changes = self.server.changes();
+        self.respond(subscriptions::acknowledgement(&filter, &id)).await;
+        loop {
+            let received = tokio::select! {
+                received = changes.recv() => received,
+                () = cx.cancelled() => return,
+                () = self.input_ended.cancelled() => break,
+            };
+            let Some(lines) = subscriptions::lines_from(received, &filter, Some(&id)) else { break };
+            for line in lines {
+                self.out.notify(line);
+            }
+        }
+        if let Some(entry) = self.finish(&id, generation) {
+            let closing = rounds::Finished { result: subscriptions::closing_result(&id), cache: None };
+            self.reply(&entry.dest, &id, "subscriptions/listen", era, Ok(closing)).await;
+        }
     }
 
     /// Picks the era of a request and applies lifecycle rules that need no plugin.
@@ -297,10 +410,20 @@ impl Session {
                     Era::Legacy { version } => version,
                     Era::Modern { .. } => LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1],
                 };
-                Ok(methods::initialize_result(&self.server.router, version))
+                Ok(methods::initialize_result(&self.server.router(), version))
             }
             "ping" => Ok(json!({})),
-            "server/discover" => Ok(methods::discover_result(&self.server.router)),
+            "server/discover" => Ok(methods::discover_result(&self.server.router())),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = methods::required_str(params, "uri")?;
+                let mut legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+                if method == "resources/subscribe" {
+                    legacy.followed.subscribe(uri, &self.server.router())?;
+                } else {
+                    legacy.followed.unsubscribe(uri);
+                }
+                Ok(json!({}))
+            }
             "logging/setLevel" => {
                 let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
                 let level = level.and_then(LogLevel::parse).ok_or_else(|| {
@@ -309,7 +432,7 @@ impl Session {
                 self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level = level;
                 Ok(json!({}))
             }
-            _ => methods::serve_list(&self.server.router, method, params, era),
+            _ => methods::serve_list(&self.server.router(), method, params, era),
         }
     }
 
@@ -353,14 +476,7 @@ impl Session {
             }
             return; // Cancelled: the entry is gone and no reply is sent.
         }
-        let entry = {
-            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            match in_flight.get(&id) {
-                Some(entry) if entry.generation == generation => in_flight.remove(&id),
-                _ => None,
-            }
-        };
-        let Some(entry) = entry else { return };
+        let Some(entry) = self.finish(&id, generation) else { return };
         let outcome = match outcome {
             Some(Ok(outcome)) => outcome,
             Some(Err(panic)) => {
@@ -389,11 +505,17 @@ impl Session {
             return self.serve_with_input(method, params, era, cx).await;
         }
         let cx = cx.clone().with_request(self.request_context(params, era));
-        let result = methods::serve_completion(&self.server.router, method, params, era, &cx).await?;
+        let result = methods::serve_completion(&self.server.router(), method, params, era, &cx).await?;
         Ok(rounds::Finished { result, cache: None })
     }
 
     fn forward(&self, notifier: &methods::Notifier, cx: &CallContext, event: crate::plugin::CallEvent) {
+        // A change is about the plugin, not the request: it counts even if the request was cancelled.
+        match event {
+            crate::plugin::CallEvent::ListChanged { plugin, kind } => return self.server.list_changed(&plugin, kind),
+            crate::plugin::CallEvent::ResourceUpdated { plugin, uri } => return self.server.resource_updated(&plugin, &uri),
+            _ => {}
+        }
         if cx.is_cancelled() {
             return;
         }

@@ -147,14 +147,15 @@ impl Session {
         let target = Target::parse(method, params)?;
         let context = self.request_context(params, era);
         if let Target::Tool { name, .. } = &target
-            && let Some((tool, _)) = self.server.router.tool(name)
+            && let Some((tool, _)) = self.server.router().tool(name)
             && let Some(required) = &tool.required_capabilities
             && let Some(missing) = missing_capabilities(&context.client_capabilities, required)
         {
             return Err(missing_capability(&format!("tool `{name}`"), missing));
         }
         if let Target::Prompt { name, arguments, .. } = &target {
-            let Some(prompt) = self.server.router.prompt(name) else {
+            let router = self.server.router();
+            let Some(prompt) = router.prompt(name) else {
                 return Err(ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{name}`")));
             };
             if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)) {
@@ -299,7 +300,7 @@ impl Session {
 
     /// The plugin serving `target` now.
     fn owner(&self, target: &Target) -> Option<String> {
-        let router = &self.server.router;
+        let router = self.server.router();
         match target {
             Target::Tool { name, .. } => router.tool(name).map(|(_, plugin)| plugin.to_owned()),
             Target::Prompt { name, .. } => router.prompt_owner(name).map(str::to_owned),
@@ -309,7 +310,7 @@ impl Session {
 
     /// Runs the plugin once; errors are mapped as each method maps them.
     async fn run_once(&self, target: &Target, era: Era, cx: &CallContext) -> Result<(String, Outcome<Finished>), ErrorObject> {
-        let router = &self.server.router;
+        let router = self.server.router();
         match target {
             Target::Tool { name, arguments } => match router.call_tool(name, &arguments.to_string(), cx).await {
                 Ok((plugin, outcome)) => {

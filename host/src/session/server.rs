@@ -1,20 +1,58 @@
-//! `Server`: what every session of one `paddock` process shares: the router, the key that seals
+//! `Server`: what every session of one `paddock` process shares: the router (swapped whole when
+//! a plugin's lists change), the feed of changes every session listens to, the key that seals
 //! 2026-07-28 request states, and how long a legacy session waits for its client's answers.
+//!
+//! A plugin announces a list change from inside one of its calls. The server then reads that
+//! plugin's lists again in a fresh instance, under the load-time validation, plans every plugin's
+//! names again, and swaps the router in one step; requests already running finish on the router
+//! they started with. Announcements are coalesced per plugin (one reload running and one pending
+//! at most, whatever a plugin sends), reloads of different plugins do not wait for each other,
+//! and a change that would leave any plugin out is refused with the plugin named.
 
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use tokio::sync::broadcast;
+
+use crate::escape::Escaped;
 use crate::input::StateKey;
+use crate::plugin::ListKind;
 use crate::router::Router;
 
 /// How long a legacy session waits for its client to answer one round of input requests
 /// (a person may be filling in a form). The plugin's own deadline does not run meanwhile.
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Changes the feed holds for its slowest session. A session that falls further behind is told
+/// that everything it follows may have changed (see `Change` consumers), never blocks the feed.
+const CHANGE_FEED: usize = 256;
+
+/// Something clients may hear about, once the server has taken it in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// A list changed; the router already serves the new one.
+    List(ListKind),
+    /// A resource's contents changed (announced by the plugin serving it).
+    Resource(Arc<str>),
+}
+
+/// Reloads of one plugin: the kinds announced since the last reload started, and whether a
+/// reload task is running for it.
+#[derive(Debug, Default)]
+struct Reload {
+    kinds: BTreeSet<ListKind>,
+    running: bool,
+}
+
 /// Shared by every session of the process.
 #[derive(Debug)]
 pub struct Server {
-    pub(crate) router: Arc<Router>,
+    router: RwLock<Arc<Router>>,
+    /// Held while a new router is planned and swapped in, so two reloads never lose each other's change.
+    swapping: Mutex<()>,
+    reloads: Mutex<HashMap<String, Reload>>,
+    changes: broadcast::Sender<Change>,
     pub(crate) state_key: StateKey,
     pub(crate) input_timeout: Duration,
     pub(crate) state_ttl: Duration,
@@ -23,17 +61,133 @@ pub struct Server {
 impl Server {
     /// A server for `router`, sealing request states with `state_key`.
     pub fn new(router: Arc<Router>, state_key: StateKey) -> Arc<Server> {
-        Arc::new(Server { router, state_key, input_timeout: DEFAULT_INPUT_TIMEOUT, state_ttl: crate::input::seal::STATE_TTL })
+        Server::with_limits(router, state_key, DEFAULT_INPUT_TIMEOUT, crate::input::seal::STATE_TTL)
     }
 
     /// A server with its own limits on waiting for a legacy client's answers and on how long a
     /// sealed request state may be answered.
     pub fn with_limits(router: Arc<Router>, state_key: StateKey, input_timeout: Duration, state_ttl: Duration) -> Arc<Server> {
-        Arc::new(Server { router, state_key, input_timeout, state_ttl })
+        Arc::new(Server {
+            router: RwLock::new(router),
+            swapping: Mutex::new(()),
+            reloads: Mutex::new(HashMap::new()),
+            changes: broadcast::channel(CHANGE_FEED).0,
+            state_key,
+            input_timeout,
+            state_ttl,
+        })
     }
 
-    /// The router in use.
-    pub fn router(&self) -> &Arc<Router> {
-        &self.router
+    /// The router in use now. A request keeps the one it started with.
+    pub fn router(&self) -> Arc<Router> {
+        Arc::clone(&self.router.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Follows the changes taken in from now on.
+    pub(crate) fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// `plugin` announced that its `kind` list changed: its lists are read again in the
+    /// background and, once served, announced to clients.
+    pub(crate) fn list_changed(self: &Arc<Self>, plugin: &str, kind: ListKind) {
+        if self.router().catalog_of(plugin).is_none() {
+            return;
+        }
+        let start = {
+            let mut reloads = self.reloads.lock().unwrap_or_else(|e| e.into_inner());
+            let reload = reloads.entry(plugin.to_owned()).or_default();
+            reload.kinds.insert(kind);
+            !std::mem::replace(&mut reload.running, true)
+        };
+        if start {
+            let server = Arc::clone(self);
+            let plugin = plugin.to_owned();
+            tokio::spawn(async move { server.reload_while_announced(plugin).await });
+        }
+    }
+
+    /// `plugin` announced that the resource at `uri` changed. Only the plugin serving a URI may
+    /// announce it: anything else is refused and recorded with the plugin named.
+    pub(crate) fn resource_updated(&self, plugin: &str, uri: &str) {
+        let router = self.router();
+        if router.resource_owner(uri) != Some(plugin) {
+            tracing::warn!(
+                plugin,
+                refusal = "notices",
+                uri = %Escaped(uri),
+                "refused: a resource-updated notice for a URI the plugin does not serve"
+            );
+            return;
+        }
+        // No receiver is fine: nobody follows changes right now.
+        let _ = self.changes.send(Change::Resource(Arc::from(uri)));
+    }
+
+    async fn reload_while_announced(self: Arc<Self>, plugin: String) {
+        loop {
+            let kinds = {
+                let mut reloads = self.reloads.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(reload) = reloads.get_mut(&plugin) else { return };
+                if reload.kinds.is_empty() {
+                    reloads.remove(&plugin);
+                    return;
+                }
+                std::mem::take(&mut reload.kinds)
+            };
+            self.reload(&plugin, kinds).await;
+        }
+    }
+
+    /// Reads `plugin`'s lists again and swaps in the router that serves them, then announces the
+    /// kinds the plugin named and any other kind whose exposed list differs.
+    async fn reload(&self, plugin: &str, kinds: BTreeSet<ListKind>) {
+        let Some(entry) = self.router().served().iter().find(|e| e.plugin.id() == plugin).cloned() else { return };
+        let catalog = match entry.plugin.reload_catalog().await {
+            Ok(catalog) => catalog,
+            Err(error) => {
+                tracing::warn!(
+                    plugin,
+                    refusal = "lists",
+                    error = %Escaped(&error.to_string()),
+                    "refused a list change: reading the plugin's lists again failed; the previous lists stay served"
+                );
+                return;
+            }
+        };
+        let announced = {
+            let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+            let current = self.router();
+            let next = match current.with_catalog(plugin, catalog) {
+                Ok(next) => next,
+                Err(error) => {
+                    tracing::warn!(plugin, refusal = "lists", error = %Escaped(&error.to_string()), "refused a list change; the previous lists stay served");
+                    return;
+                }
+            };
+            let mut announced = kinds;
+            announced.extend(ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)));
+            *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+            announced
+        };
+        tracing::info!(plugin, kinds = ?announced, "plugin lists read again after a change");
+        for kind in announced {
+            let _ = self.changes.send(Change::List(kind));
+        }
+    }
+}
+
+/// Whether the exposed `kind` list differs between two routers.
+fn differs(before: &Router, after: &Router, kind: ListKind) -> bool {
+    fn json<T: serde::Serialize>(items: &[T]) -> String {
+        serde_json::to_string(items).unwrap_or_default()
+    }
+    match kind {
+        ListKind::Tools => json(before.tools()) != json(after.tools()),
+        ListKind::Prompts => json(before.prompts()) != json(after.prompts()),
+        ListKind::Resources => {
+            json(before.resources()) != json(after.resources())
+                || json(before.resource_templates()) != json(after.resource_templates())
+        }
     }
 }

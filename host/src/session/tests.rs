@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use super::{OutboundLimits, OutboundReceiver, Server, Session, outbound};
 use crate::input::{InputMethod, InputRequest, InputRequired, Outcome, StateKey};
-use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, LogLevel, Plugin, PluginError};
+use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, ListKind, LogLevel, Plugin, PluginError};
 use crate::protocol::{
     CacheHint, CacheScope, CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt,
     PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
@@ -41,6 +41,15 @@ pub(crate) struct FakeState {
     gates_entered: AtomicUsize,
     /// Runs of `ask_name`.
     runs: AtomicUsize,
+    /// Tools the plugin declares when its lists are read again (`announce` makes that happen).
+    extra_tools: std::sync::Mutex<Vec<String>>,
+    /// Times the lists were read again.
+    reloads: AtomicUsize,
+    /// While set, reading the lists again waits for `reloads_released`.
+    hold_reloads: AtomicBool,
+    reloads_released: Notify,
+    /// Makes reading the lists again fail.
+    reload_fails: AtomicBool,
 }
 
 impl FakeState {
@@ -93,7 +102,7 @@ impl FakePlugin {
         let catalog = Catalog {
             tools: [
                 "echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood", "ask_name", "ask_three", "two_rounds",
-                "needs_sampling", "ask_forever", "structured_array",
+                "needs_sampling", "ask_forever", "structured_array", "announce",
             ]
             .into_iter()
             .map(tool)
@@ -142,6 +151,22 @@ impl Plugin for FakePlugin {
         &self.catalog
     }
 
+    fn reload_catalog(&self) -> BoxFuture<'_, Result<Catalog, PluginError>> {
+        Box::pin(async move {
+            let released = self.state.reloads_released.notified();
+            if self.state.hold_reloads.load(Ordering::SeqCst) {
+                released.await;
+            }
+            self.state.reloads.fetch_add(1, Ordering::SeqCst);
+            if self.state.reload_fails.load(Ordering::SeqCst) {
+                return Err(PluginError::Trap("wasm trap: unreachable".into()));
+            }
+            let mut catalog = self.catalog.clone();
+            catalog.tools.extend(self.state.extra_tools.lock().unwrap().iter().map(|name| tool(name)));
+            Ok(catalog)
+        })
+    }
+
     fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
         Box::pin(async move {
             match tool {
@@ -184,6 +209,28 @@ impl Plugin for FakePlugin {
                     });
                 }
                 "needs_sampling" => return Ok(Outcome::Complete(text_result("sampled"))),
+                "announce" => {
+                    // {"lists": ["tools", …], "updated": ["uri", …], "times": n}
+                    let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
+                    let plugin: Arc<str> = Arc::from("fake");
+                    for _ in 0..args["times"].as_u64().unwrap_or(1) {
+                        for kind in args["lists"].as_array().into_iter().flatten() {
+                            let kind = match kind.as_str() {
+                                Some("tools") => ListKind::Tools,
+                                Some("prompts") => ListKind::Prompts,
+                                _ => ListKind::Resources,
+                            };
+                            cx.emit(CallEvent::ListChanged { plugin: plugin.clone(), kind });
+                        }
+                        for uri in args["updated"].as_array().into_iter().flatten() {
+                            cx.emit(CallEvent::ResourceUpdated { plugin: plugin.clone(), uri: uri.as_str().unwrap_or_default().to_owned() });
+                        }
+                    }
+                    return Ok(Outcome::Complete(text_result("announced")));
+                }
+                name if self.state.extra_tools.lock().unwrap().iter().any(|t| t == name) => {
+                    return Ok(Outcome::Complete(text_result(format!("{name} is new"))));
+                }
                 "structured_array" => {
                     let structured = serde_json::value::RawValue::from_string("[1,2]".into()).expect("json");
                     let result = CallToolResult { content: vec![], structured_content: Some(structured), is_error: false, meta: None };
@@ -288,7 +335,7 @@ struct Harness {
 
 impl Harness {
     fn new() -> Harness {
-        Harness::with_router(Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0)
+        Harness::with_router(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0)
     }
 
     fn with_router(router: Router) -> Harness {
@@ -300,8 +347,14 @@ impl Harness {
     }
 
     fn with_server(router: Router, limits: OutboundLimits, input_timeout: Duration, state_ttl: Duration) -> Harness {
-        let (tx, rx) = outbound(limits);
         let server = Server::with_limits(Arc::new(router), StateKey::random().expect("a key"), input_timeout, state_ttl);
+        let (tx, rx) = outbound(limits);
+        Harness { session: Session::new(server, tx), rx }
+    }
+
+    /// Another channel of `server`.
+    fn on(server: Arc<Server>) -> Harness {
+        let (tx, rx) = outbound(OutboundLimits::default());
         Harness { session: Session::new(server, tx), rx }
     }
 
@@ -357,16 +410,22 @@ async fn initialize_echoes_each_legacy_version() {
 }
 
 #[tokio::test]
-async fn capabilities_declare_only_what_is_served() {
+async fn capabilities_declare_what_every_session_gets() {
     let mut h = Harness::with_router(Router::new(vec![]).0);
     let caps = h.initialize("2025-11-25").await["result"]["capabilities"].clone();
-    assert_eq!(caps, json!({"logging": {}}));
+    let lists = json!({
+        "logging": {},
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+    });
+    assert_eq!(caps, lists, "lists always answer and may change; nothing can be completed");
     let listed = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
     assert_eq!(listed["result"], json!({"tools": []}));
     let mut h = Harness::new();
     let caps = h.ask(&modern(1, "server/discover", "")).await["result"]["capabilities"].clone();
     assert_eq!(caps["completions"], json!({}));
-    assert_eq!(caps["resources"], json!({"subscribe": false, "listChanged": false}));
+    assert_eq!(caps["resources"], json!({"subscribe": true, "listChanged": true}));
 }
 
 #[tokio::test]
@@ -464,7 +523,7 @@ async fn legacy_results_carry_no_modern_fields() {
 
 #[tokio::test]
 async fn lists_are_sorted_and_paged_with_cursors() {
-    let router = Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0.with_page_size(2);
+    let router = Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0.with_page_size(2);
     let mut h = Harness::with_router(router);
     h.initialize("2025-11-25").await;
     let mut names = Vec::new();
@@ -483,14 +542,14 @@ async fn lists_are_sorted_and_paged_with_cursors() {
     assert_eq!(
         names,
         [
-            "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing",
+            "fake_announce", "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing",
             "fake_needs_sampling", "fake_obedient", "fake_panic", "fake_slow", "fake_structured_array", "fake_trap", "fake_two_rounds"
         ]
     );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
     assert_eq!(bad["error"]["code"], -32602);
     let empty = h.ask(&modern(21, "tools/list", r#""cursor":"""#)).await;
-    assert_eq!(empty["result"]["tools"][0]["name"], "fake_ask_forever", "an empty cursor is the first page");
+    assert_eq!(empty["result"]["tools"][0]["name"], "fake_announce", "an empty cursor is the first page");
 }
 
 #[tokio::test]
@@ -658,7 +717,7 @@ async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
 }
 
 fn router_of(plugin: &Arc<FakePlugin>) -> Router {
-    Router::new(vec![RouterEntry { plugin: plugin.clone(), prefix: Prefix::Default }]).0
+    Router::new(vec![RouterEntry::new(plugin.clone(), Prefix::Default)]).0
 }
 
 fn call(id: impl std::fmt::Display, tool: &str) -> String {
@@ -828,7 +887,7 @@ async fn a_modern_request_with_a_log_level_gets_logs_at_or_above_it() {
 #[tokio::test]
 async fn stdio_serves_until_eof_and_returns_ok() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let router = Arc::new(Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0);
+    let router = Arc::new(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
     let serve = tokio::spawn(crate::transport::stdio::serve(Server::new(router, StateKey::random().expect("a key")), server_in, server_out));
@@ -868,6 +927,7 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
     drop(serve);
 }
 
+mod changes;
 mod input_rounds;
 
 #[tokio::test]

@@ -217,6 +217,7 @@ async fn drive(session: Arc<Session>, mut lines: mpsc::Receiver<Line>) {
             },
         }
     }
+    session.end_of_input();
     session.drain(DRAIN_ON_EOF).await;
     let shed = session.notifications_shed();
     if shed > 0 {

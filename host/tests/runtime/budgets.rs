@@ -2,7 +2,7 @@
 //! guest stdout/stderr records. The excess is dropped and counted against the plugin, and the
 //! call itself still completes.
 
-use paddock::plugin::{CallEvent, EVENT_QUEUE};
+use paddock::plugin::{CallEvent, EVENT_QUEUE, ListKind};
 use paddock::policy::{Grant, RefusalKind};
 use serde_json::json;
 
@@ -33,7 +33,7 @@ async fn a_log_flood_is_cut_to_the_call_budget_and_counted() {
     assert_eq!(out, "logged");
     let bytes: usize = events.iter().map(|e| match e {
         CallEvent::Log { data, .. } => data.len(),
-        CallEvent::Progress { .. } => 0,
+        _ => 0,
     }).sum();
     assert!(events.len() <= 1000, "{} log events passed", events.len());
     assert!(bytes <= 1 << 20, "{bytes} bytes of logs passed");
@@ -50,11 +50,33 @@ async fn progress_and_notice_floods_are_cut_and_counted() {
     let (_, events) = events_of(&plugin, "progress_flood", json!({"count": 300_000})).await;
     assert!(events.len() <= 1000, "{} progress events passed", events.len());
     assert!(plugin.refusals().count(RefusalKind::Progress) >= 299_000);
-    let (out, _) = events_of(&plugin, "notice_flood", json!({"count": 100_000})).await;
+    let (out, events) = events_of(&plugin, "notice_flood", json!({"count": 100_000})).await;
     assert_eq!(out, "announced");
+    let notices = events.iter().filter(|e| matches!(e, CallEvent::ListChanged { .. } | CallEvent::ResourceUpdated { .. })).count();
+    assert_eq!(notices, 64, "64 change notices reach the session, the rest are refused");
     assert!(plugin.refusals().count(RefusalKind::Notices) >= 199_000, "{:?}", plugin.refusals().snapshot());
     let (_, events) = events_of(&plugin, "progress_flood", json!({"count": 3})).await;
     assert_eq!(events.len(), 3, "a few progress reports all arrive");
+}
+
+#[tokio::test]
+async fn change_notices_name_the_plugin_and_its_lists_can_be_read_again() {
+    let rt = runtime();
+    let plugin = load(&rt, "fixture", Grant::default()).await;
+    let (out, events) = events_of(&plugin, "notice_flood", json!({"count": 1})).await;
+    assert_eq!(out, "announced");
+    assert_eq!(
+        events,
+        [
+            CallEvent::ListChanged { plugin: "fixture".into(), kind: ListKind::Tools },
+            CallEvent::ResourceUpdated { plugin: "fixture".into(), uri: "fixture://r/0".into() },
+        ],
+        "the plugin is named by the host, whatever the guest says"
+    );
+    let again = tokio::time::timeout(WAIT, plugin.reload_catalog()).await.expect("in time").expect("the lists read again");
+    let names = |tools: &[paddock::protocol::Tool]| tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&again.tools), names(&plugin.catalog().tools), "a fresh instance declares the same lists");
+    assert_eq!(again.resources.len(), plugin.catalog().resources.len());
 }
 
 #[tokio::test]

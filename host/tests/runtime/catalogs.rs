@@ -57,7 +57,7 @@ async fn the_permitted_twin_loads_with_every_item_at_the_caps_and_lists() {
     let catalog = plugin.catalog();
     assert_eq!(catalog.tools.len(), 7);
     assert_eq!(catalog.resource_templates.len(), 3);
-    let (router, errors) = Router::new(vec![RouterEntry { plugin: plugin.clone(), prefix: Prefix::Default }]);
+    let (router, errors) = Router::new(vec![RouterEntry::new(plugin.clone(), Prefix::Default)]);
     assert!(errors.is_empty(), "{errors:?}");
     // The page as the session serializes it, then written and parsed back as a client would.
     let page = router.page(router.tools(), None).expect("page");

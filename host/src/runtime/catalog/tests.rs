@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::plugin::{BoxFuture, CallContext, Plugin};
-use crate::protocol::{CallToolResult, Completion, CompletionRequest, GetPromptResult, ResourceContents};
+use crate::protocol::{CallToolResult, Completion, CompletionRequest, GetPromptResult};
 use crate::router::template::{MAX_TEMPLATE_BYTES, MAX_TEMPLATE_VARIABLES};
 use crate::router::{Prefix, Router, RouterEntry};
 use crate::runtime::json::MAX_JSON_DEPTH;
@@ -162,7 +162,7 @@ fn the_worst_accepted_catalog_serializes_as_whole_pages() {
     let templates = (0..count).map(|i| template(template_of(i, MAX_TEMPLATE_VARIABLES, MAX_TEMPLATE_BYTES))).collect();
     let catalog = build(declared(tools, templates)).expect("the worst accepted catalog loads");
     let (router, errors) =
-        Router::new(vec![RouterEntry { plugin: Arc::new(Fixed(catalog)), prefix: Prefix::Default }]);
+        Router::new(vec![RouterEntry::new(Arc::new(Fixed(catalog)), Prefix::Default)]);
     assert!(errors.is_empty(), "{errors:?}");
 
     let tools = page_line(&router, router.tools(), "tools");

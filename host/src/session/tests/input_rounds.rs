@@ -60,7 +60,7 @@ async fn a_tampered_replayed_or_expired_state_is_invalid_params() {
     assert_eq!(reply["error"]["code"], -32602, "and to its tool: {reply}");
 
     let mut expiring = Harness::with_server(
-        Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0,
+        Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0,
         OutboundLimits::default(),
         WAIT,
         Duration::ZERO,
@@ -208,7 +208,7 @@ async fn a_cancelled_call_withdraws_its_requests_to_the_client_and_is_not_answer
 
 #[tokio::test]
 async fn a_client_that_never_answers_times_out_and_a_plugin_that_never_stops_asking_is_stopped() {
-    let router = || Router::new(vec![RouterEntry { plugin: FakePlugin::new(), prefix: Prefix::Default }]).0;
+    let router = || Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0;
     let mut h = Harness::with_server(router(), OutboundLimits::default(), Duration::from_millis(200), crate::input::seal::STATE_TTL);
     legacy_with_all_capabilities(&mut h).await;
     h.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_ask_name","arguments":{}}}"#).await;
