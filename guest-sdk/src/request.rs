@@ -93,13 +93,14 @@ pub struct Request {
     meta: Value,
     asked: RefCell<Vec<InputRequest>>,
     next_state: RefCell<Option<Vec<u8>>>,
+    in_task: std::cell::Cell<bool>,
 }
 
 impl Request {
     pub(crate) fn new(context: RequestContext) -> Request {
         let capabilities = serde_json::from_str(&context.client_capabilities).unwrap_or(Value::Object(Default::default()));
         let meta = serde_json::from_str(&context.meta).unwrap_or(Value::Object(Default::default()));
-        Request { context, capabilities, meta, asked: RefCell::default(), next_state: RefCell::default() }
+        Request { context, capabilities, meta, asked: RefCell::default(), next_state: RefCell::default(), in_task: std::cell::Cell::new(false) }
     }
 
     /// The protocol revision of the request, for example `2025-11-25` or `2026-07-28`.
@@ -229,6 +230,19 @@ impl Request {
         }
     }
 
+    /// Asks what this run asks as part of a task: when the tool supports tasks and the client
+    /// accepts one, the call becomes a task that waits in `input_required` for the answers
+    /// (the client polls it and answers through it). Without a task the questions are asked as
+    /// usual. Call it before the question that ends the run.
+    ///
+    /// ```ignore
+    /// cx.ask_within_task();
+    /// let confirmed = cx.elicit::<Confirm>("confirm", "Delete the file?")?;
+    /// ```
+    pub fn ask_within_task(&self) {
+        self.in_task.set(true);
+    }
+
     /// Asks the client for the roots it exposes.
     pub fn roots(&self, key: &str) -> Result<Vec<Root>> {
         match self.answer(key) {
@@ -239,7 +253,7 @@ impl Request {
 
     /// The questions asked in this run and the state to keep, as the call's `input-required`.
     pub(crate) fn input_required(&self) -> InputRequired {
-        InputRequired { requests: self.asked.take(), state: self.next_state.take() }
+        InputRequired { requests: self.asked.take(), state: self.next_state.take(), in_task: self.in_task.get() }
     }
 }
 

@@ -77,7 +77,8 @@ impl ErrorObject {
         self
     }
 
-    fn to_value(&self) -> Value {
+    /// The error as its JSON object.
+    pub fn to_value(&self) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(data) = &self.data {
             error["data"] = data.clone();

@@ -14,4 +14,5 @@ pub mod protocol;
 pub mod router;
 pub mod runtime;
 pub mod session;
+pub mod tasks;
 pub mod transport;

@@ -86,6 +86,8 @@ pub struct InputRequired {
     pub requests: Vec<InputRequest>,
     /// The plugin's own state, handed back with the answers.
     pub state: Option<Vec<u8>>,
+    /// Ask as part of a task, when the call can become one (see `wit/plugin.wit`).
+    pub in_task: bool,
 }
 
 /// The client's answer to one input request: the bare result of its method, as received.

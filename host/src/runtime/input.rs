@@ -75,7 +75,7 @@ pub(crate) fn input_required(r: wi::InputRequired, budget: &mut Budget) -> Resul
         budget.spend(serde_json::to_string(&params).map_or(0, |s| s.len()) + method.method().len() + 30)?;
         requests.push(InputRequest { key, method, params });
     }
-    Ok(InputRequired { requests, state: r.state })
+    Ok(InputRequired { requests, state: r.state, in_task: r.in_task })
 }
 
 fn request_params(kind: wi::InputRequestKind, budget: &mut Budget) -> Result<(InputMethod, Map<String, Value>), PluginError> {

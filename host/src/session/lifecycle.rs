@@ -74,7 +74,9 @@ pub fn removed_in_modern(method: &str) -> bool {
 /// always declared: their list methods always answer, and a plugin may announce a list change at
 /// any time, which every session hears (`listChanged`), as it hears the updates of resources it
 /// subscribes to (`subscribe`). Completions are declared when something can be completed.
-pub fn capabilities(router: &Router) -> Value {
+/// Tasks: the experimental tasks of a 2025-11-25 session (`legacy_version`), or the tasks
+/// extension on 2026-07-28 (`None`).
+pub fn capabilities(router: &Router, legacy_version: Option<&str>) -> Value {
     let mut capabilities = json!({
         "logging": {},
         "tools": {"listChanged": true},
@@ -83,6 +85,11 @@ pub fn capabilities(router: &Router) -> Value {
     });
     if !router.prompts().is_empty() || !router.resource_templates().is_empty() {
         capabilities["completions"] = json!({});
+    }
+    match legacy_version {
+        Some("2025-11-25") => capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        Some(_) => {}
+        None => capabilities["extensions"] = json!({super::task_calls::TASKS_EXTENSION: {}}),
     }
     capabilities
 }

@@ -23,7 +23,7 @@ const DISCOVER_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Publ
 
 /// Whether a method reaches a plugin (and so runs as its own task).
 pub(super) fn runs_in_plugin(method: &str) -> bool {
-    needs_input_model(method) || method == "completion/complete"
+    needs_input_model(method) || matches!(method, "completion/complete" | "tasks/result")
 }
 
 /// Whether a method's plugin call may end with `input-required`.
@@ -39,7 +39,7 @@ fn server_info() -> Value {
 pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": lifecycle::capabilities(router),
+        "capabilities": lifecycle::capabilities(router, Some(version)),
         "serverInfo": server_info(),
     });
     if let Some(instructions) = router.instructions() {
@@ -49,7 +49,7 @@ pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
 }
 
 pub(super) fn discover_result(router: &Router) -> Value {
-    let mut result = json!({"supportedVersions": MODERN_VERSIONS, "capabilities": lifecycle::capabilities(router)});
+    let mut result = json!({"supportedVersions": MODERN_VERSIONS, "capabilities": lifecycle::capabilities(router, None)});
     if let Some(instructions) = router.instructions() {
         result["instructions"] = json!(instructions);
     }

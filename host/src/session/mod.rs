@@ -26,6 +26,7 @@ mod rounds;
 mod server;
 mod shape;
 mod subscriptions;
+mod task_calls;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -43,6 +44,7 @@ pub use outbound::{Frame, Outbound, OutboundLimits, OutboundReceiver, TransportC
 pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
 pub use subscriptions::{MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID};
+pub use task_calls::{META_RELATED_TASK, TASK_AFTER, TASKS_EXTENSION};
 
 use batch::{Batch, Dest};
 
@@ -102,6 +104,8 @@ struct Admitted {
 
 /// One channel's session.
 pub struct Session {
+    /// Unique in the process: the owner of the legacy tasks this session creates.
+    id: u64,
     server: Arc<Server>,
     out: Outbound,
     client_requests: ClientRequests,
@@ -123,7 +127,9 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A session of `server` whose outgoing messages go to `out`.
     pub fn new(server: Arc<Server>, out: Outbound) -> Arc<Session> {
+        static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
+            id: SESSIONS.fetch_add(1, Ordering::Relaxed),
             server,
             out,
             client_requests: ClientRequests::default(),
@@ -146,6 +152,8 @@ impl Session {
     /// the session stops following changes. Requests already running still finish.
     pub fn end_of_input(&self) {
         self.input_ended.cancel();
+        // Nobody can poll this session's tasks any more.
+        self.server.tasks.drop_owner(&crate::tasks::TaskOwner::Session(self.id));
     }
 
     /// Handles one incoming frame. Returns once the message is answered or its work is
@@ -337,7 +345,10 @@ impl Session {
     /// (no reply) or its input ends (the closing result).
     async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext) {
         let opened = match Arc::clone(&self.listens).try_acquire_owned() {
-            Ok(listening) => Filter::listen(params.as_ref(), &self.server.router()).map(|filter| (filter, listening)),
+            Ok(listening) => {
+                let tasks_declared = task_calls::declares_extension(&self.request_context(params.as_ref(), era));
+                Filter::listen(params.as_ref(), &self.server.router(), tasks_declared).map(|filter| (filter, listening))
+            }
             Err(_) => Err(ErrorObject::new(SERVER_BUSY, format!("at most {MAX_LISTENS} listen requests per connection are open at once"))),
         };
         let (filter, _listening) = match opened {
@@ -414,6 +425,7 @@ impl Session {
             }
             "ping" => Ok(json!({})),
             "server/discover" => Ok(methods::discover_result(&self.server.router())),
+            "tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/update" => self.serve_task_method(method, params, era),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = methods::required_str(params, "uri")?;
                 let mut legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
@@ -503,6 +515,9 @@ impl Session {
     ) -> Result<rounds::Finished, ErrorObject> {
         if methods::needs_input_model(method) {
             return self.serve_with_input(method, params, era, cx).await;
+        }
+        if method == "tasks/result" {
+            return self.task_result(params, era, cx).await;
         }
         let cx = cx.clone().with_request(self.request_context(params, era));
         let result = methods::serve_completion(&self.server.router(), method, params, era, &cx).await?;

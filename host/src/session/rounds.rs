@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::lifecycle::{self, META_CLIENT_CAPABILITIES};
 use super::methods::{required_str, route_error, to_json};
+use super::task_calls::CallMode;
 use super::{Era, Session};
 use crate::input::seal::{Binding, Round};
 use crate::input::{
@@ -162,21 +163,32 @@ impl Session {
                 return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt `{name}` needs argument `{}`", missing.name)));
             }
         }
-        match era {
-            Era::Modern { .. } => self.serve_stateless(&target, params, context, era, cx).await,
-            Era::Legacy { .. } => self.serve_in_session(&target, context, era, cx).await,
+        let mode = match &target {
+            Target::Tool { name, .. } => {
+                let support = self.server.router().tool(name).and_then(|(tool, _)| tool.execution.as_ref().map(|e| e.task_support));
+                self.call_mode(params, era, &context, support)?
+            }
+            _ => CallMode::Direct,
+        };
+        match (era, mode) {
+            (Era::Legacy { .. }, CallMode::Experimental { ttl }) => self.start_experimental_task(target, params, context, era, cx, ttl).await,
+            (Era::Legacy { .. }, _) => self.serve_in_session(&target, context, era, cx, None).await,
+            (Era::Modern { .. }, mode) => {
+                let context = match self.open_round(&target, params, context, era)? {
+                    Opened::Ready(context) => context,
+                    Opened::AskAgain(finished) => return Ok(finished),
+                };
+                match mode {
+                    CallMode::Extension { required } => self.call_as_extension_task(target, context, era, cx, required).await,
+                    _ => self.serve_stateless(&target, context, era, cx).await,
+                }
+            }
         }
     }
 
-    /// 2026-07-28: one run per request; input goes back to the client in a sealed round.
-    async fn serve_stateless(
-        &self,
-        target: &Target,
-        params: Option<&Map<String, Value>>,
-        mut context: RequestContext,
-        era: Era,
-        cx: &CallContext,
-    ) -> Result<Finished, ErrorObject> {
+    /// 2026-07-28: opens the sealed round a retry carries, merging its answers into the context;
+    /// asks again (without running the plugin) for what is still missing.
+    fn open_round(&self, target: &Target, params: Option<&Map<String, Value>>, mut context: RequestContext, era: Era) -> Result<Opened, ErrorObject> {
         let key = &self.server.state_key;
         let caller = context.caller.clone();
         let responses = match params.and_then(|p| p.get("inputResponses")) {
@@ -206,26 +218,44 @@ impl Session {
                 // Ask again for what is missing only, carrying what was answered.
                 let plugin = self.owner(target).ok_or_else(|| unknown(target, era))?;
                 round.requests = missing;
-                return Ok(input_required_result(&round.requests, key.seal_for(&binding(&plugin, target, caller.as_deref()), &round, self.server.state_ttl)));
+                let sealed = key.seal_for(&binding(&plugin, target, caller.as_deref()), &round, self.server.state_ttl);
+                return Ok(Opened::AskAgain(input_required_result(&round.requests, sealed)));
             }
             context.input_responses = round.answered;
             context.state = round.plugin_state;
         }
-        let client_capabilities = context.client_capabilities.clone();
-        let cx = cx.clone().with_request(context);
+        Ok(Opened::Ready(context))
+    }
+
+    /// 2026-07-28: one run per request; input goes back to the client in a sealed round.
+    async fn serve_stateless(&self, target: &Target, context: RequestContext, era: Era, cx: &CallContext) -> Result<Finished, ErrorObject> {
+        let cx = cx.clone().with_request(context.clone());
         let (plugin, outcome) = self.run_once(target, era, &cx).await?;
         match outcome {
             Outcome::Complete(finished) => Ok(finished),
-            Outcome::InputRequired(required) => {
-                refuse_undeclared(&required, &client_capabilities, &plugin)?;
-                let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
-                Ok(input_required_result(&round.requests, key.seal_for(&binding(&plugin, target, caller.as_deref()), &round, self.server.state_ttl)))
-            }
+            Outcome::InputRequired(required) => self.answer_input_required(target, &plugin, &context, required),
         }
     }
 
+    /// The sealed `input_required` answer to a 2026-07-28 run that needs input.
+    pub(super) fn answer_input_required(&self, target: &Target, plugin: &str, context: &RequestContext, required: InputRequired) -> Result<Finished, ErrorObject> {
+        refuse_undeclared(&required, &context.client_capabilities, plugin)?;
+        let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
+        let sealed = self.server.state_key.seal_for(&binding(plugin, target, context.caller.as_deref()), &round, self.server.state_ttl);
+        Ok(input_required_result(&round.requests, sealed))
+    }
+
     /// A legacy session: the session asks the client and runs the plugin again, up to `MAX_ROUNDS`.
-    async fn serve_in_session(&self, target: &Target, mut context: RequestContext, era: Era, cx: &CallContext) -> Result<Finished, ErrorObject> {
+    /// When the request runs as a `task`, the task waits in `input_required` while the client is
+    /// asked, and the questions name it.
+    pub(super) async fn serve_in_session(
+        &self,
+        target: &Target,
+        mut context: RequestContext,
+        era: Era,
+        cx: &CallContext,
+        task: Option<&crate::tasks::Task>,
+    ) -> Result<Finished, ErrorObject> {
         for _ in 0..MAX_ROUNDS {
             let client_capabilities = context.client_capabilities.clone();
             let run = cx.clone().with_request(context.clone());
@@ -235,7 +265,16 @@ impl Session {
                 Outcome::InputRequired(required) => required,
             };
             refuse_undeclared(&required, &client_capabilities, &plugin)?;
-            let answers = match self.ask_client(&required, cx).await {
+            if let Some(task) = task {
+                task.park(required.requests.clone(), "waiting for the client's answers");
+                self.task_changed(task);
+            }
+            let asked = self.ask_client(&required, cx, task.map(|t| t.id.as_str())).await;
+            if let Some(task) = task {
+                task.resume();
+                self.task_changed(task);
+            }
+            let answers = match asked {
                 Ok(answers) => answers,
                 Err(failure) => return self.input_failed(target, &plugin, failure),
             };
@@ -247,11 +286,14 @@ impl Session {
     }
 
     /// Sends one round of requests to the client and waits for every answer.
-    async fn ask_client(&self, required: &InputRequired, cx: &CallContext) -> Result<Vec<InputResponse>, AskFailure> {
+    async fn ask_client(&self, required: &InputRequired, cx: &CallContext, task: Option<&str>) -> Result<Vec<InputResponse>, AskFailure> {
         let mut waiting = Vec::with_capacity(required.requests.len());
         for request in &required.requests {
             let slot = self.client_requests.register().ok_or(AskFailure::Busy)?;
-            let params = legacy_params(request);
+            let mut params = legacy_params(request);
+            if let Some(task) = task {
+                params["_meta"] = json!({super::task_calls::META_RELATED_TASK: {"taskId": task}});
+            }
             if self.out.respond(jsonrpc::request_line(&slot.id, request.method.method(), &params)).await.is_err() {
                 return Err(AskFailure::Gone);
             }
@@ -299,7 +341,7 @@ impl Session {
     }
 
     /// The plugin serving `target` now.
-    fn owner(&self, target: &Target) -> Option<String> {
+    pub(super) fn owner(&self, target: &Target) -> Option<String> {
         let router = self.server.router();
         match target {
             Target::Tool { name, .. } => router.tool(name).map(|(_, plugin)| plugin.to_owned()),
@@ -309,7 +351,7 @@ impl Session {
     }
 
     /// Runs the plugin once; errors are mapped as each method maps them.
-    async fn run_once(&self, target: &Target, era: Era, cx: &CallContext) -> Result<(String, Outcome<Finished>), ErrorObject> {
+    pub(super) async fn run_once(&self, target: &Target, era: Era, cx: &CallContext) -> Result<(String, Outcome<Finished>), ErrorObject> {
         let router = self.server.router();
         match target {
             Target::Tool { name, arguments } => match router.call_tool(name, &arguments.to_string(), cx).await {
@@ -353,6 +395,14 @@ impl Session {
     }
 }
 
+/// A 2026-07-28 request after its sealed round is opened.
+enum Opened {
+    /// Ready to run, with the answers and state of the round.
+    Ready(RequestContext),
+    /// Answers are still missing: this asks for them again.
+    AskAgain(Finished),
+}
+
 /// Why a legacy round did not bring every answer.
 #[derive(Debug, thiserror::Error)]
 enum AskFailure {
@@ -391,7 +441,7 @@ fn input_required_result(requests: &[InputRequest], state: String) -> Finished {
 }
 
 /// Refuses a round that asks for something the client did not declare, naming it.
-fn refuse_undeclared(required: &InputRequired, declared: &Map<String, Value>, plugin: &str) -> Result<(), ErrorObject> {
+pub(super) fn refuse_undeclared(required: &InputRequired, declared: &Map<String, Value>, plugin: &str) -> Result<(), ErrorObject> {
     let mut all = Map::new();
     for request in &required.requests {
         if let Value::Object(needs) = request.method.needs() {

@@ -1,6 +1,7 @@
 //! `Server`: what every session of one `paddock` process shares: the router (swapped whole when
 //! a plugin's lists change), the feed of changes every session listens to, the key that seals
-//! 2026-07-28 request states, and how long a legacy session waits for its client's answers.
+//! 2026-07-28 request states, the tasks, and how long a legacy session waits for its client's
+//! answers.
 //!
 //! A plugin announces a list change from inside one of its calls. The server then reads that
 //! plugin's lists again in a fresh instance, under the load-time validation, plans every plugin's
@@ -35,6 +36,8 @@ pub(crate) enum Change {
     List(ListKind),
     /// A resource's contents changed (announced by the plugin serving it).
     Resource(Arc<str>),
+    /// A 2026-07-28 task changed; `detail` is the task as `tasks/get` shows it.
+    Task { id: Arc<str>, detail: Arc<serde_json::Value> },
 }
 
 /// Reloads of one plugin: the kinds announced since the last reload started, and whether a
@@ -53,6 +56,7 @@ pub struct Server {
     swapping: Mutex<()>,
     reloads: Mutex<HashMap<String, Reload>>,
     changes: broadcast::Sender<Change>,
+    pub(crate) tasks: crate::tasks::TaskStore,
     pub(crate) state_key: StateKey,
     pub(crate) input_timeout: Duration,
     pub(crate) state_ttl: Duration,
@@ -72,6 +76,7 @@ impl Server {
             swapping: Mutex::new(()),
             reloads: Mutex::new(HashMap::new()),
             changes: broadcast::channel(CHANGE_FEED).0,
+            tasks: crate::tasks::TaskStore::default(),
             state_key,
             input_timeout,
             state_ttl,
@@ -86,6 +91,11 @@ impl Server {
     /// Follows the changes taken in from now on.
     pub(crate) fn changes(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
+    }
+
+    /// Puts a change on the feed (nobody following is fine).
+    pub(crate) fn announce(&self, change: Change) {
+        let _ = self.changes.send(change);
     }
 
     /// `plugin` announced that its `kind` list changed: its lists are read again in the

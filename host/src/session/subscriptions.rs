@@ -30,17 +30,21 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub(crate) struct Filter {
     lists: BTreeSet<ListKind>,
     resources: BTreeSet<String>,
+    /// 2026-07-28 tasks whose changes are wanted (the tasks extension's `taskIds`).
+    tasks: BTreeSet<String>,
 }
 
 impl Filter {
     /// A legacy session: every list change, and no resource until it subscribes.
     pub(crate) fn legacy() -> Filter {
-        Filter { lists: ListKind::ALL.into_iter().collect(), resources: BTreeSet::new() }
+        Filter { lists: ListKind::ALL.into_iter().collect(), ..Filter::default() }
     }
 
     /// The filter of a `subscriptions/listen` request. Resource URIs nothing serves are not
     /// honoured (and so left out of the acknowledgement); fields other than these are ignored.
-    pub(crate) fn listen(params: Option<&Map<String, Value>>, router: &Router) -> Result<Filter, ErrorObject> {
+    /// `taskIds` needs the tasks extension (`tasks_declared`); unknown task ids are honoured, as
+    /// ids are unguessable and a task may be followed from its creation.
+    pub(crate) fn listen(params: Option<&Map<String, Value>>, router: &Router, tasks_declared: bool) -> Result<Filter, ErrorObject> {
         let Some(asked) = params.and_then(|p| p.get("notifications")).and_then(Value::as_object) else {
             return Err(ErrorObject::new(INVALID_PARAMS, "`notifications` must be an object saying what to listen for"));
         };
@@ -70,6 +74,18 @@ impl Filter {
                 }
             }
             Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`notifications.resourceSubscriptions` must be a list of URIs")),
+        }
+        match asked.get("taskIds") {
+            None => {}
+            Some(_) if !tasks_declared => {
+                let tasks = super::task_calls::TASKS_EXTENSION;
+                return Err(ErrorObject::new(super::rounds::MISSING_REQUIRED_CLIENT_CAPABILITY, format!("`taskIds` needs the client capability `extensions.{tasks}`"))
+                    .with_data(json!({"requiredCapabilities": {"extensions": {tasks: {}}}})));
+            }
+            Some(Value::Array(ids)) if ids.len() <= MAX_RESOURCE_SUBSCRIPTIONS && ids.iter().all(|id| id.as_str().is_some_and(|id| id.len() <= 128)) => {
+                filter.tasks.extend(ids.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`notifications.taskIds` must be a list of at most {MAX_RESOURCE_SUBSCRIPTIONS} task ids"))),
         }
         Ok(filter)
     }
@@ -103,6 +119,9 @@ impl Filter {
         if !self.resources.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(self.resources));
         }
+        if !self.tasks.is_empty() {
+            honoured.insert("taskIds".into(), json!(self.tasks));
+        }
         Value::Object(honoured)
     }
 
@@ -110,6 +129,10 @@ impl Filter {
     /// request's id (none on a legacy session).
     pub(crate) fn line_for(&self, change: &Change, tag: Option<&Id>) -> Option<String> {
         let mut params = match change {
+            Change::Task { id, detail } if self.tasks.contains(id.as_ref()) => match detail.as_ref() {
+                Value::Object(task) => task.clone(),
+                _ => return None,
+            },
             Change::List(kind) if self.lists.contains(kind) => Map::new(),
             Change::Resource(uri) if self.resources.iter().any(|followed| covers(followed, uri)) => {
                 let mut params = Map::new();
@@ -121,6 +144,7 @@ impl Filter {
         let method = match change {
             Change::List(kind) => kind.notification(),
             Change::Resource(_) => "notifications/resources/updated",
+            Change::Task { .. } => "notifications/tasks",
         };
         if let Some(tag) = tag {
             params.insert("_meta".into(), json!({META_SUBSCRIPTION_ID: tag.to_value()}));

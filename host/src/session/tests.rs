@@ -69,7 +69,11 @@ fn tool(name: &str) -> Tool {
         annotations: None,
         icons: vec![],
         meta: None,
-        execution: None,
+        execution: match name {
+            "background" | "confirm" | "task_error" => Some(crate::protocol::ToolExecution { task_support: crate::protocol::TaskSupport::Optional }),
+            "only_task" | "greet_task" => Some(crate::protocol::ToolExecution { task_support: crate::protocol::TaskSupport::Required }),
+            _ => None,
+        },
         required_capabilities: (name == "needs_sampling").then(|| json!({"sampling": {}}).as_object().cloned().expect("object")),
     }
 }
@@ -103,6 +107,7 @@ impl FakePlugin {
             tools: [
                 "echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood", "ask_name", "ask_three", "two_rounds",
                 "needs_sampling", "ask_forever", "structured_array", "announce",
+                "background", "confirm", "task_error", "only_task", "greet_task",
             ]
             .into_iter()
             .map(tool)
@@ -179,7 +184,7 @@ impl Plugin for FakePlugin {
                             cx.request.state.as_deref().map(String::from_utf8_lossy),
                             cx.request.protocol_version
                         ))),
-                        None => Outcome::InputRequired(InputRequired { requests: vec![elicit("user_name", "What is your name?")], state: Some(b"asked".to_vec()) }),
+                        None => Outcome::InputRequired(InputRequired { requests: vec![elicit("user_name", "What is your name?")], state: Some(b"asked".to_vec()), in_task: false }),
                     });
                 }
                 "ask_three" => {
@@ -190,15 +195,15 @@ impl Plugin for FakePlugin {
                             capital["content"]["text"].as_str().unwrap_or("?"),
                             roots["roots"].as_array().map_or(0, Vec::len)
                         ))),
-                        _ => Outcome::InputRequired(InputRequired { requests: vec![elicit("name", "Name?"), sample("capital"), roots("roots")], state: None }),
+                        _ => Outcome::InputRequired(InputRequired { requests: vec![elicit("name", "Name?"), sample("capital"), roots("roots")], state: None, in_task: false }),
                     });
                 }
                 "two_rounds" => {
                     return Ok(match (cx.request.state.as_deref(), answer(cx, "first"), answer(cx, "second")) {
-                        (None, _, _) => Outcome::InputRequired(InputRequired { requests: vec![elicit("first", "First?")], state: Some(b"round-1".to_vec()) }),
+                        (None, _, _) => Outcome::InputRequired(InputRequired { requests: vec![elicit("first", "First?")], state: Some(b"round-1".to_vec()), in_task: false }),
                         (Some(b"round-1"), Some(first), _) => Outcome::InputRequired(InputRequired {
                             requests: vec![elicit("second", "Second?")],
-                            state: Some(format!("round-2:{}", first["content"]["name"].as_str().unwrap_or("?")).into_bytes()),
+                            state: Some(format!("round-2:{}", first["content"]["name"].as_str().unwrap_or("?")).into_bytes()), in_task: false,
                         }),
                         (Some(state), _, Some(second)) => Outcome::Complete(text_result(format!(
                             "{} then {}",
@@ -209,6 +214,35 @@ impl Plugin for FakePlugin {
                     });
                 }
                 "needs_sampling" => return Ok(Outcome::Complete(text_result("sampled"))),
+                "background" => {
+                    // Runs for `ms` milliseconds (or until cancelled).
+                    let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
+                    let until = tokio::time::Instant::now() + Duration::from_millis(args["ms"].as_u64().unwrap_or(60_000));
+                    while tokio::time::Instant::now() < until {
+                        if cx.is_cancelled() {
+                            return Err(PluginError::Cancelled);
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    return Ok(Outcome::Complete(text_result("background work done")));
+                }
+                "confirm" => {
+                    return Ok(match answer(cx, "confirm") {
+                        Some(reply) => Outcome::Complete(text_result(format!("confirmed: {}", reply["action"].as_str().unwrap_or("?")))),
+                        None => Outcome::InputRequired(InputRequired { requests: vec![elicit("confirm", "Go ahead?")], state: None, in_task: true }),
+                    });
+                }
+                "task_error" => {
+                    tokio::time::sleep(Duration::from_millis(400)).await;
+                    return Err(PluginError::NotFound("the job vanished".into()));
+                }
+                "only_task" => return Ok(Outcome::Complete(text_result("only as a task"))),
+                "greet_task" => {
+                    return Ok(match answer(cx, "user_name") {
+                        Some(reply) => Outcome::Complete(text_result(format!("Hello, {}!", reply["content"]["name"].as_str().unwrap_or("?")))),
+                        None => Outcome::InputRequired(InputRequired { requests: vec![elicit("user_name", "Name?")], state: None, in_task: false }),
+                    });
+                }
                 "announce" => {
                     // {"lists": ["tools", …], "updated": ["uri", …], "times": n}
                     let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
@@ -236,7 +270,7 @@ impl Plugin for FakePlugin {
                     let result = CallToolResult { content: vec![], structured_content: Some(structured), is_error: false, meta: None };
                     return Ok(Outcome::Complete(result));
                 }
-                "ask_forever" => return Ok(Outcome::InputRequired(InputRequired { requests: vec![roots("again")], state: None })),
+                "ask_forever" => return Ok(Outcome::InputRequired(InputRequired { requests: vec![roots("again")], state: None, in_task: false })),
                 _ => {}
             }
             let result = match tool {
@@ -311,7 +345,7 @@ impl Plugin for FakePlugin {
             if name == "?" {
                 match answer(cx, "who") {
                     Some(reply) => name = reply["content"]["name"].as_str().unwrap_or("?").to_owned(),
-                    None => return Ok(Outcome::InputRequired(InputRequired { requests: vec![elicit("who", "Whom to greet?")], state: None })),
+                    None => return Ok(Outcome::InputRequired(InputRequired { requests: vec![elicit("who", "Whom to greet?")], state: None, in_task: false })),
                 }
             }
             let messages = vec![PromptMessage { role: Role::User, content: ContentBlock::text(format!("Say hello to {name}")) }];
@@ -418,8 +452,9 @@ async fn capabilities_declare_what_every_session_gets() {
         "tools": {"listChanged": true},
         "resources": {"subscribe": true, "listChanged": true},
         "prompts": {"listChanged": true},
+        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
     });
-    assert_eq!(caps, lists, "lists always answer and may change; nothing can be completed");
+    assert_eq!(caps, lists, "lists always answer and may change; tool calls may run as tasks; nothing can be completed");
     let listed = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
     assert_eq!(listed["result"], json!({"tools": []}));
     let mut h = Harness::new();
@@ -528,7 +563,7 @@ async fn lists_are_sorted_and_paged_with_cursors() {
     h.initialize("2025-11-25").await;
     let mut names = Vec::new();
     let mut cursor: Option<String> = None;
-    for id in 1..10 {
+    for id in 1..20 {
         let params = cursor.as_ref().map(|c| format!(r#","params":{{"cursor":"{c}"}}"#)).unwrap_or_default();
         let reply = h.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"{params}}}"#)).await;
         let page = reply["result"]["tools"].as_array().expect("tools").clone();
@@ -542,8 +577,9 @@ async fn lists_are_sorted_and_paged_with_cursors() {
     assert_eq!(
         names,
         [
-            "fake_announce", "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_echo", "fake_events", "fake_flood", "fake_gate", "fake_missing",
-            "fake_needs_sampling", "fake_obedient", "fake_panic", "fake_slow", "fake_structured_array", "fake_trap", "fake_two_rounds"
+            "fake_announce", "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_background", "fake_confirm", "fake_echo", "fake_events",
+            "fake_flood", "fake_gate", "fake_greet_task", "fake_missing", "fake_needs_sampling", "fake_obedient", "fake_only_task", "fake_panic",
+            "fake_slow", "fake_structured_array", "fake_task_error", "fake_trap", "fake_two_rounds"
         ]
     );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
@@ -929,6 +965,7 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
 
 mod changes;
 mod input_rounds;
+mod tasks;
 
 #[tokio::test]
 async fn results_are_shaped_to_the_negotiated_revision() {

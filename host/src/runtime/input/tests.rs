@@ -46,7 +46,7 @@ fn requests_become_mcp_params_and_cost_their_wire_size() {
     };
     let roots = wi::InputRequest { key: "roots".into(), request: wi::InputRequestKind::ListRoots };
     let mut budget = Budget::new(1 << 20);
-    let round = wi::InputRequired { requests: vec![form("name"), sample, url, roots], state: Some(vec![1, 2, 3]) };
+    let round = wi::InputRequired { requests: vec![form("name"), sample, url, roots], state: Some(vec![1, 2, 3]), in_task: false };
     let converted = input_required(round, &mut budget).expect("a valid round");
     assert_eq!(converted.state, Some(vec![1, 2, 3]));
     let [name, capital, login, roots] = converted.requests.as_slice() else { panic!("four requests") };
@@ -64,7 +64,7 @@ fn requests_become_mcp_params_and_cost_their_wire_size() {
     assert_eq!(roots.to_wire(), json!({"method": "roots/list", "params": {}}));
 
     let mut small = Budget::new(64);
-    let round = wi::InputRequired { requests: vec![form("name")], state: None };
+    let round = wi::InputRequired { requests: vec![form("name")], state: None, in_task: false };
     assert_eq!(input_required(round, &mut small), Err(PluginError::Limit { limit: "output" }), "charged to the output budget");
 }
 
@@ -74,19 +74,19 @@ fn bad_rounds_are_malformed_output_naming_the_problem() {
         Err(PluginError::MalformedOutput(why)) => why,
         other => panic!("{other:?}"),
     };
-    assert!(refused(wi::InputRequired { requests: vec![], state: None }).contains("no input request and no state"));
-    assert!(refused(wi::InputRequired { requests: vec![form("a"), form("a")], state: None }).contains("`a` is used twice"));
-    assert!(refused(wi::InputRequired { requests: vec![form("")], state: None }).contains("1 to 128 bytes"));
-    assert!(refused(wi::InputRequired { requests: vec![form("a\nb")], state: None }).contains("control characters"));
+    assert!(refused(wi::InputRequired { requests: vec![], state: None, in_task: false }).contains("no input request and no state"));
+    assert!(refused(wi::InputRequired { requests: vec![form("a"), form("a")], state: None, in_task: false }).contains("`a` is used twice"));
+    assert!(refused(wi::InputRequired { requests: vec![form("")], state: None, in_task: false }).contains("1 to 128 bytes"));
+    assert!(refused(wi::InputRequired { requests: vec![form("a\nb")], state: None, in_task: false }).contains("control characters"));
     let many = (0..=MAX_INPUT_REQUESTS).map(|i| form(&format!("k{i}"))).collect();
-    assert!(refused(wi::InputRequired { requests: many, state: None }).contains("at most 16"));
-    assert!(refused(wi::InputRequired { requests: vec![], state: Some(vec![0; MAX_PLUGIN_STATE + 1]) }).contains("65536"));
+    assert!(refused(wi::InputRequired { requests: many, state: None, in_task: false }).contains("at most 16"));
+    assert!(refused(wi::InputRequired { requests: vec![], state: Some(vec![0; MAX_PLUGIN_STATE + 1]), in_task: false }).contains("65536"));
     let mut bad_schema = form("a");
     if let wi::InputRequestKind::ElicitForm(f) = &mut bad_schema.request {
         f.requested_schema = "[1,2".into();
     }
-    assert!(refused(wi::InputRequired { requests: vec![bad_schema], state: None }).contains("input request `a`"));
-    assert_eq!(input_required(wi::InputRequired { requests: vec![], state: Some(vec![]) }, &mut Budget::new(64)).map(|r| r.state), Ok(Some(vec![])), "a state alone is a valid round");
+    assert!(refused(wi::InputRequired { requests: vec![bad_schema], state: None, in_task: false }).contains("input request `a`"));
+    assert_eq!(input_required(wi::InputRequired { requests: vec![], state: Some(vec![]), in_task: false }, &mut Budget::new(64)).map(|r| r.state), Ok(Some(vec![])), "a state alone is a valid round");
 }
 
 fn context_with(method: InputMethod, result: Value) -> RequestContext {

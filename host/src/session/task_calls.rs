@@ -1,0 +1,391 @@
+//! Tool calls that run as tasks, and the `tasks/*` methods, in both task designs.
+//!
+//! 2025-11-25 (experimental tasks): the client asks for a task with `task` on `tools/call`; the
+//! session creates it at once, answers `CreateTaskResult`, runs the call in the background
+//! (asking the client for input itself, as for any legacy call, with the task `input_required`
+//! meanwhile) and tells the session `notifications/tasks/status` on each change. `tasks/get`,
+//! `tasks/result` (which waits for the end), `tasks/list` and `tasks/cancel` see only the
+//! session's own tasks.
+//!
+//! 2026-07-28 (the `io.modelcontextprotocol/tasks` extension): a client that declares the
+//! extension on a call of a tool that supports tasks lets the server decide. The plugin's first
+//! run gets `TASK_AFTER`: a call that ends by then is answered directly (`input_required`
+//! rounds included, unless the plugin asks within a task); one still running becomes a task,
+//! answered `resultType: "task"`, polled with `tasks/get`, answered with `tasks/update`,
+//! cancelled with `tasks/cancel`; `notifications/tasks` reach listen requests that name it.
+//! A tool that requires a task always gets one.
+//!
+//! A task's plugin runs are ordinary calls: same sandbox, deadline and limits per run, in a fresh
+//! instance each. The task itself is bounded by the store and stopped when its time to live
+//! runs out or it is cancelled.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::methods::{Notifier, required_str};
+use super::rounds::{Finished, Target};
+use super::server::Change;
+use super::{Era, Session};
+use crate::input::{Outcome, RequestContext};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line};
+use crate::plugin::{CallContext, EVENT_QUEUE};
+use crate::protocol::TaskSupport;
+use crate::tasks::{Task, TaskDesign, TaskOwner, TaskStatus};
+
+/// How long the first run of a call that may become a 2026-07-28 task runs before the call is
+/// turned into a task.
+pub const TASK_AFTER: Duration = Duration::from_millis(250);
+/// The extension's name, in capabilities and `requiredCapabilities`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key relating a message to a task (2025-11-25).
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// Items per page of `tasks/list`.
+const TASKS_PAGE: usize = 100;
+
+/// How a `tools/call` is served: directly, or as a task of one design.
+pub(super) enum CallMode {
+    Direct,
+    /// 2025-11-25, with the time to live the client asked for.
+    Experimental { ttl: Option<Duration> },
+    /// 2026-07-28 with the extension declared; `required` when the tool only runs as a task.
+    Extension { required: bool },
+}
+
+/// Whether the client declared the tasks extension on this 2026-07-28 request.
+pub(super) fn declares_extension(context: &RequestContext) -> bool {
+    context.client_capabilities.get("extensions").and_then(|e| e.get(TASKS_EXTENSION)).is_some()
+}
+
+fn extension_missing() -> ErrorObject {
+    ErrorObject::new(super::rounds::MISSING_REQUIRED_CLIENT_CAPABILITY, format!("this needs the client capability `extensions.{TASKS_EXTENSION}`"))
+        .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+}
+
+impl Session {
+    /// How a `tools/call` of `tool_support` is served, or the error that refuses it.
+    pub(super) fn call_mode(&self, params: Option<&Map<String, Value>>, era: Era, context: &RequestContext, support: Option<TaskSupport>) -> Result<CallMode, ErrorObject> {
+        let support = support.unwrap_or(TaskSupport::Forbidden);
+        match era {
+            Era::Legacy { version: "2025-11-25" } => {
+                let task = params.and_then(|p| p.get("task"));
+                match (task, support) {
+                    (None | Some(Value::Null), TaskSupport::Required) => {
+                        Err(ErrorObject::new(METHOD_NOT_FOUND, "this tool runs only as a task: call it with `task`"))
+                    }
+                    (None | Some(Value::Null), _) => Ok(CallMode::Direct),
+                    (Some(_), TaskSupport::Forbidden) => Err(ErrorObject::new(METHOD_NOT_FOUND, "this tool does not run as a task")),
+                    (Some(Value::Object(task)), _) => {
+                        let ttl = task.get("ttl").and_then(Value::as_u64).map(Duration::from_millis);
+                        Ok(CallMode::Experimental { ttl })
+                    }
+                    (Some(_), _) => Err(ErrorObject::new(INVALID_PARAMS, "`task` must be an object")),
+                }
+            }
+            Era::Legacy { .. } => Ok(CallMode::Direct),
+            Era::Modern { .. } => match (declares_extension(context), support) {
+                (false, TaskSupport::Required) => Err(extension_missing()),
+                (false, _) | (true, TaskSupport::Forbidden) => Ok(CallMode::Direct),
+                (true, support) => Ok(CallMode::Extension { required: support == TaskSupport::Required }),
+            },
+        }
+    }
+
+    /// The owner of tasks created by a request of `era`.
+    fn task_owner(&self, era: Era, context: &RequestContext) -> TaskOwner {
+        match era {
+            Era::Legacy { .. } => TaskOwner::Session(self.id),
+            Era::Modern { .. } => TaskOwner::Caller(context.caller.clone().unwrap_or_default()),
+        }
+    }
+
+    /// A context for a task's runs: its own events (pumped to the server and, on a legacy
+    /// session, to the client) and its own cancellation.
+    fn task_context(self: &Arc<Self>, cx: &CallContext, context: RequestContext, params: Option<&Map<String, Value>>, era: Era) -> CallContext {
+        let (events_tx, mut events) = mpsc::channel(EVENT_QUEUE);
+        let run = CallContext::new(cx.request_id.clone(), Some(events_tx)).with_request(context);
+        let notifier = match era {
+            // Progress and logs of a 2026-07-28 task have nowhere to go: only changes count.
+            Era::Modern { .. } => Notifier::new(None, Era::Modern { log_level: None }, self.legacy_log_level()),
+            Era::Legacy { .. } => Notifier::new(params, era, self.legacy_log_level()),
+        };
+        let session = Arc::clone(self);
+        let pumped = run.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                session.forward(&notifier, &pumped, event);
+            }
+        });
+        run
+    }
+
+    /// Serves a legacy `tools/call` with `task`: the task is created and answered at once, and
+    /// the call runs in the background.
+    pub(super) async fn start_experimental_task(
+        self: &Arc<Self>,
+        target: Target,
+        params: Option<&Map<String, Value>>,
+        context: RequestContext,
+        era: Era,
+        cx: &CallContext,
+        ttl: Option<Duration>,
+    ) -> Result<Finished, ErrorObject> {
+        let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target_name(&target))))?;
+        let owner = self.task_owner(era, &context);
+        let task = self.server.tasks.create(&plugin, owner, TaskDesign::Experimental, ttl).map_err(|e| ErrorObject::new(INTERNAL_ERROR, e.to_string()))?;
+        let run = self.task_context(cx, context.clone(), params, era);
+        let session = Arc::clone(self);
+        let running = Arc::clone(&task);
+        tokio::spawn(async move {
+            let work = session.serve_in_session(&target, context, era, &run, Some(&running));
+            let outcome = tokio::select! {
+                outcome = work => Some(outcome),
+                () = running.stop.cancelled() => None,
+                () = tokio::time::sleep_until(running.expires().into()) => None,
+            };
+            run.cancel();
+            match outcome {
+                Some(outcome) => {
+                    running.finish(outcome.map(|f| f.result));
+                }
+                None => {
+                    running.cancel("the task was cancelled or its time to live ran out");
+                }
+            }
+            session.task_changed(&running);
+        });
+        tracing::info!(%plugin, task = %task.id, "tool call runs as a task");
+        Ok(Finished { result: json!({"task": task.to_wire(false)}), cache: None })
+    }
+
+    /// Serves a 2026-07-28 `tools/call` that may become a task.
+    pub(super) async fn call_as_extension_task(
+        self: &Arc<Self>,
+        target: Target,
+        context: RequestContext,
+        era: Era,
+        cx: &CallContext,
+        required: bool,
+    ) -> Result<Finished, ErrorObject> {
+        let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target_name(&target))))?;
+        let owner = self.task_owner(era, &context);
+        let run = self.task_context(cx, context.clone(), None, era);
+        let mut first = {
+            let (session, target, run) = (Arc::clone(self), target.clone(), run.clone());
+            tokio::spawn(async move { session.run_once(&target, era, &run).await })
+        };
+        let early = tokio::select! {
+            joined = &mut first => Some(joined),
+            () = tokio::time::sleep(TASK_AFTER) => None,
+            () = cx.cancelled() => {
+                run.cancel();
+                return Err(ErrorObject::new(INTERNAL_ERROR, "the request was cancelled"));
+            }
+        };
+        let create = || self.server.tasks.create(&plugin, owner.clone(), TaskDesign::Extension, None).map_err(|e| ErrorObject::new(INTERNAL_ERROR, e.to_string()));
+        let (task, pending) = match early {
+            None => (create()?, Pending::Running(first)),
+            Some(joined) => {
+                let (_, outcome) = joined.map_err(|_| ErrorObject::new(INTERNAL_ERROR, "internal error"))??;
+                match outcome {
+                    Outcome::Complete(finished) if !required => return Ok(finished),
+                    Outcome::InputRequired(asked) if !asked.in_task => {
+                        return self.answer_input_required(&target, &plugin, &context, asked);
+                    }
+                    outcome => (create()?, Pending::Ended(outcome)),
+                }
+            }
+        };
+        let session = Arc::clone(self);
+        let running = Arc::clone(&task);
+        tokio::spawn(async move { session.run_extension_task(running, target, context, era, run, pending).await });
+        tracing::info!(%plugin, task = %task.id, "tool call runs as a task");
+        let mut result = task.to_wire(false);
+        result["resultType"] = json!("task");
+        Ok(Finished { result, cache: None })
+    }
+
+    /// A 2026-07-28 task's life: each run's outcome either ends the task or parks it until the
+    /// client answers through `tasks/update`, then the plugin runs again with the answers.
+    async fn run_extension_task(self: Arc<Self>, task: Arc<Task>, target: Target, mut context: RequestContext, era: Era, run: CallContext, mut pending: Pending) {
+        self.task_changed(&task);
+        let expires = tokio::time::Instant::from_std(task.expires());
+        for _ in 0..super::MAX_ROUNDS {
+            let outcome = match pending {
+                Pending::Ended(outcome) => Ok(outcome),
+                Pending::Running(handle) => {
+                    let abort = handle.abort_handle();
+                    tokio::select! {
+                        joined = handle => match joined {
+                            Ok(Ok((_, outcome))) => Ok(outcome),
+                            Ok(Err(error)) => Err(error),
+                            Err(_) => Err(ErrorObject::new(INTERNAL_ERROR, "internal error")),
+                        },
+                        () = task.stop.cancelled() => { run.cancel(); abort.abort(); return self.task_changed(&task) }
+                        () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return self.task_changed(&task) }
+                    }
+                }
+            };
+            let asked = match outcome {
+                Ok(Outcome::Complete(finished)) => {
+                    task.finish(Ok(finished.result));
+                    return self.task_changed(&task);
+                }
+                Err(error) => {
+                    task.finish(Err(error));
+                    return self.task_changed(&task);
+                }
+                Ok(Outcome::InputRequired(asked)) => asked,
+            };
+            if let Err(error) = super::rounds::refuse_undeclared(&asked, &context.client_capabilities, &task.plugin) {
+                task.finish(Err(error));
+                return self.task_changed(&task);
+            }
+            task.park(asked.requests, "waiting for the client's answers");
+            self.task_changed(&task);
+            let answers = tokio::select! {
+                answers = task.answers() => answers,
+                () = tokio::time::sleep(self.server.input_timeout) => None,
+                () = tokio::time::sleep_until(expires) => None,
+            };
+            let Some(answers) = answers else {
+                task.cancel("the client did not answer in time");
+                return self.task_changed(&task);
+            };
+            task.resume();
+            self.task_changed(&task);
+            context.input_responses = answers;
+            context.state = asked.state;
+            let (session, target, again) = (Arc::clone(&self), target.clone(), run.clone().with_request(context.clone()));
+            pending = Pending::Running(tokio::spawn(async move { session.run_once(&target, era, &again).await }));
+        }
+        task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("the plugin asked for input more than {} times", super::MAX_ROUNDS))));
+        self.task_changed(&task);
+    }
+
+    /// Tells whoever follows `task` that it changed: its legacy session, or the listen requests
+    /// that name it.
+    pub(super) fn task_changed(&self, task: &Task) {
+        match task.design {
+            TaskDesign::Experimental => {
+                self.out.notify(notification_line("notifications/tasks/status", task.to_wire(false)));
+            }
+            TaskDesign::Extension => self.server.announce(Change::Task { id: Arc::from(task.id.as_str()), detail: Arc::new(task.to_wire(true)) }),
+        }
+    }
+
+    /// `tasks/get`, `tasks/list`, `tasks/cancel` and `tasks/update`: answered at once.
+    pub(super) fn serve_task_method(&self, method: &str, params: Option<&Map<String, Value>>, era: Era) -> Result<Value, ErrorObject> {
+        let context = self.request_context(params, era);
+        let design = self.task_design(method, era, &context)?;
+        let owner = self.task_owner(era, &context);
+        if method == "tasks/list" {
+            return self.list_tasks(params, &owner);
+        }
+        let id = required_str(params, "taskId")?;
+        let task = self.server.tasks.get(id, &owner).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown task `{}`", shown(id))))?;
+        match (method, design) {
+            ("tasks/get", TaskDesign::Experimental) => Ok(task.to_wire(false)),
+            ("tasks/get", TaskDesign::Extension) => Ok(task.to_wire(true)),
+            ("tasks/cancel", TaskDesign::Experimental) => {
+                if !task.cancel("cancelled by the client") {
+                    return Err(ErrorObject::new(INVALID_PARAMS, format!("task `{id}` has already ended ({})", task.status().as_str())));
+                }
+                self.task_changed(&task);
+                Ok(task.to_wire(false))
+            }
+            ("tasks/cancel", TaskDesign::Extension) => {
+                if task.cancel("cancelled by the client") {
+                    self.task_changed(&task);
+                }
+                Ok(json!({}))
+            }
+            ("tasks/update", _) => {
+                let responses = match params.and_then(|p| p.get("inputResponses")) {
+                    Some(Value::Object(responses)) => responses,
+                    _ => return Err(ErrorObject::new(INVALID_PARAMS, "`inputResponses` must be an object")),
+                };
+                if task.status() == TaskStatus::InputRequired {
+                    task.answer(responses);
+                }
+                Ok(json!({}))
+            }
+            _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"))),
+        }
+    }
+
+    /// `tasks/result` (2025-11-25): waits until the task ends, then answers what the call would
+    /// have, related to the task.
+    pub(super) async fn task_result(&self, params: Option<&Map<String, Value>>, era: Era, cx: &CallContext) -> Result<Finished, ErrorObject> {
+        let context = self.request_context(params, era);
+        self.task_design("tasks/result", era, &context)?;
+        let id = required_str(params, "taskId")?;
+        let task = self.server.tasks.get(id, &self.task_owner(era, &context)).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown task `{}`", shown(id))))?;
+        tokio::select! {
+            () = task.finished() => {}
+            () = cx.cancelled() => return Err(ErrorObject::new(INTERNAL_ERROR, "the request was cancelled")),
+        }
+        let related = json!({META_RELATED_TASK: {"taskId": task.id}});
+        match task.outcome() {
+            Some(Ok(mut result)) => {
+                if let Value::Object(object) = &mut result {
+                    object.insert("_meta".into(), related);
+                }
+                Ok(Finished { result, cache: None })
+            }
+            Some(Err(error)) => Err(error.with_data(related)),
+            None => Err(ErrorObject::new(INTERNAL_ERROR, format!("task `{id}` was cancelled")).with_data(related)),
+        }
+    }
+
+    /// The task design a `tasks/*` method belongs to here, or the error for a method this
+    /// revision (or this client) does not have.
+    fn task_design(&self, method: &str, era: Era, context: &RequestContext) -> Result<TaskDesign, ErrorObject> {
+        let not_found = || ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"));
+        match era {
+            Era::Legacy { version: "2025-11-25" } if method != "tasks/update" => Ok(TaskDesign::Experimental),
+            Era::Legacy { .. } => Err(not_found()),
+            Era::Modern { .. } if matches!(method, "tasks/result" | "tasks/list") => Err(not_found()),
+            Era::Modern { .. } if !declares_extension(context) => Err(extension_missing()),
+            Era::Modern { .. } => Ok(TaskDesign::Extension),
+        }
+    }
+
+    fn list_tasks(&self, params: Option<&Map<String, Value>>, owner: &TaskOwner) -> Result<Value, ErrorObject> {
+        let tasks = self.server.tasks.list(owner);
+        let start = match params.and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(cursor)) => cursor
+                .strip_prefix("tasks-")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n <= tasks.len())
+                .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "invalid cursor: list again from the first page"))?,
+            Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`cursor` must be a string")),
+        };
+        let end = (start + TASKS_PAGE).min(tasks.len());
+        let mut result = json!({"tasks": tasks[start..end].iter().map(|t| t.to_wire(false)).collect::<Vec<_>>()});
+        if end < tasks.len() {
+            result["nextCursor"] = json!(format!("tasks-{end}"));
+        }
+        Ok(result)
+    }
+}
+
+/// A task's plugin run: still running, or already ended.
+enum Pending {
+    Running(tokio::task::JoinHandle<Result<(String, Outcome<Finished>), ErrorObject>>),
+    Ended(Outcome<Finished>),
+}
+
+fn target_name(target: &Target) -> &str {
+    match target {
+        Target::Tool { name, .. } | Target::Prompt { name, .. } => name,
+        Target::Read { uri } => uri,
+    }
+}
+
+fn shown(id: &str) -> String {
+    id.chars().take(64).collect()
+}

@@ -1,0 +1,250 @@
+//! Tasks in both designs: the 2026-07-28 extension (server-decided, polled, answered through
+//! `tasks/update`, followed on a listen request) and the 2025-11-25 experimental tasks
+//! (client-requested, `tasks/result` waits, the session asks for input), with their refusals.
+
+use super::*;
+use crate::session::{META_RELATED_TASK, META_SUBSCRIPTION_ID};
+
+const TASK_CAPS: &str = r#"{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+
+/// A 2026-07-28 request whose client declares `caps`.
+fn request(id: u32, method: &str, caps: &str, params: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{caps}}},{params}}}}}"#
+    )
+}
+
+fn call(id: u32, caps: &str, tool: &str, arguments: &str) -> String {
+    request(id, "tools/call", caps, &format!(r#""name":"{tool}","arguments":{arguments}"#))
+}
+
+fn task_request(id: u32, method: &str, task: &Value) -> String {
+    request(id, method, TASK_CAPS, &format!(r#""taskId":{task}"#))
+}
+
+impl Harness {
+    /// Polls `tasks/get` until the task leaves `working`/`input_required` as `until` says.
+    async fn poll_until(&mut self, task: &Value, until: &str) -> Value {
+        for id in 1000.. {
+            let got = self.ask(&task_request(id, "tasks/get", task)).await["result"].clone();
+            if got["status"] == until {
+                return got;
+            }
+            assert!(id < 1500, "the task never reached {until}: {got}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        unreachable!()
+    }
+}
+
+#[tokio::test]
+async fn a_slow_call_becomes_a_task_that_a_listen_request_follows_to_its_result() {
+    let mut h = Harness::new();
+    let created = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":600}"#)).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    assert!(created["taskId"].as_str().is_some_and(|id| id.len() == 32), "{created}");
+    assert!(created["ttlMs"].as_u64().is_some_and(|t| t > 0) && created["pollIntervalMs"].as_u64().is_some(), "{created}");
+    assert!(created["createdAt"].is_string() && created["lastUpdatedAt"].is_string());
+    for absent in ["task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval", "content"] {
+        assert!(created.get(absent).is_none(), "`{absent}` in {created}");
+    }
+    let task = created["taskId"].clone();
+    let got = h.ask(&task_request(2, "tasks/get", &task)).await["result"].clone();
+    assert_eq!(got["resultType"], "complete");
+    assert_eq!(got["status"], "working", "the task resolves at once: {got}");
+
+    h.send(&request(3, "subscriptions/listen", TASK_CAPS, &format!(r#""notifications":{{"taskIds":[{task}]}}"#))).await;
+    let ack = h.recv().await;
+    assert_eq!(ack["params"]["notifications"], json!({"taskIds": [task]}), "{ack}");
+    let done = h.recv().await;
+    assert_eq!(done["method"], "notifications/tasks", "{done}");
+    assert_eq!(done["params"]["_meta"][META_SUBSCRIPTION_ID], 3);
+    assert_eq!(done["params"]["status"], "completed");
+    assert_eq!(done["params"]["result"]["content"][0]["text"], "background work done");
+
+    let got = h.ask(&task_request(4, "tasks/get", &task)).await["result"].clone();
+    assert_eq!(got["status"], "completed");
+    assert_eq!(got["result"]["content"][0]["text"], "background work done");
+    assert!(got.get("requestState").is_none() && got["_meta"].get(META_RELATED_TASK).is_none(), "{got}");
+}
+
+#[tokio::test]
+async fn quick_calls_and_clients_without_the_extension_are_answered_directly() {
+    let mut h = Harness::new();
+    let quick = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":0}"#)).await["result"].clone();
+    assert_eq!(quick["resultType"], "complete", "a call that ends at once needs no task: {quick}");
+    let no_extension = h.ask(&call(2, "{}", "fake_background", r#"{"ms":300}"#)).await["result"].clone();
+    assert_eq!(no_extension["resultType"], "complete", "no task for a client that cannot poll: {no_extension}");
+    assert_eq!(no_extension["content"][0]["text"], "background work done");
+
+    let refused = h.ask(&call(3, "{}", "fake_only_task", "{}")).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(refused["error"]["data"]["requiredCapabilities"], json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    let required = h.ask(&call(4, TASK_CAPS, "fake_only_task", "{}")).await["result"].clone();
+    assert_eq!(required["resultType"], "task", "a tool that requires a task always gets one: {required}");
+    let got = h.poll_until(&required["taskId"], "completed").await;
+    assert_eq!(got["result"]["content"][0]["text"], "only as a task");
+}
+
+#[tokio::test]
+async fn input_rounds_finish_before_a_task_unless_the_plugin_asks_within_it() {
+    let mut h = Harness::new();
+    // Asked as an ordinary round: input_required first, with no task.
+    let first = h.ask(&call(1, TASK_CAPS, "fake_greet_task", "{}")).await["result"].clone();
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    assert!(first.get("taskId").is_none());
+    let retry = request(
+        2,
+        "tools/call",
+        TASK_CAPS,
+        &format!(r#""name":"fake_greet_task","arguments":{{}},"inputResponses":{{"user_name":{{"action":"accept","content":{{"name":"Alice"}}}}}},"requestState":{}"#, first["requestState"]),
+    );
+    let created = h.ask(&retry).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created.get("requestState").is_none() && created.get("inputRequests").is_none());
+    let done = h.poll_until(&created["taskId"], "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
+
+    // Asked within a task: the task parks until `tasks/update` brings the answer.
+    let created = h.ask(&call(3, TASK_CAPS, "fake_confirm", "{}")).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].clone();
+    let parked = h.poll_until(&task, "input_required").await;
+    assert_eq!(parked["inputRequests"]["confirm"]["method"], "elicitation/create", "{parked}");
+    let update = request(4, "tasks/update", TASK_CAPS, &format!(r#""taskId":{task},"inputResponses":{{"stray":{{"ignored":true}}}}"#));
+    let ack = h.ask(&update).await["result"].clone();
+    assert_eq!(ack, json!({"resultType": "complete", "_meta": ack["_meta"].clone()}), "an empty ack: {ack}");
+    assert_eq!(h.ask(&task_request(5, "tasks/get", &task)).await["result"]["status"], "input_required", "a stray answer changes nothing");
+    let update = request(6, "tasks/update", TASK_CAPS, &format!(r#""taskId":{task},"inputResponses":{{"confirm":{{"action":"accept","content":{{}}}}}}"#));
+    h.ask(&update).await;
+    let done = h.poll_until(&task, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "confirmed: accept");
+}
+
+#[tokio::test]
+async fn extension_tasks_cancel_idempotently_fail_on_errors_and_refuse_what_the_extension_lacks() {
+    let mut h = Harness::new();
+    let created = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":60000}"#)).await["result"].clone();
+    let task = created["taskId"].clone();
+    let ack = h.ask(&task_request(2, "tasks/cancel", &task)).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    assert!(ack["result"].get("status").is_none(), "the cancel ack carries no task: {ack}");
+    assert_eq!(h.ask(&task_request(3, "tasks/get", &task)).await["result"]["status"], "cancelled");
+    let again = h.ask(&task_request(4, "tasks/cancel", &task)).await;
+    assert_eq!(again["result"]["resultType"], "complete", "cancelling an ended task is acknowledged: {again}");
+
+    let failing = h.ask(&call(5, TASK_CAPS, "fake_task_error", "{}")).await["result"].clone();
+    assert_eq!(failing["resultType"], "task");
+    let failed = h.poll_until(&failing["taskId"], "failed").await;
+    assert_eq!(failed["error"]["code"], -32602, "{failed}");
+    assert!(failed.get("result").is_none());
+
+    assert_eq!(h.ask(&task_request(6, "tasks/result", &task)).await["error"]["code"], -32601);
+    assert_eq!(h.ask(&request(7, "tasks/list", TASK_CAPS, r#""cursor":null"#)).await["error"]["code"], -32601);
+    let undeclared = h.ask(&request(8, "tasks/get", "{}", &format!(r#""taskId":{task}"#))).await;
+    assert_eq!(undeclared["error"]["code"], -32021, "{undeclared}");
+    assert_eq!(h.ask(&task_request(9, "tasks/get", &json!("0123456789abcdef0123456789abcdef"))).await["error"]["code"], -32602);
+    let discovered = h.ask(&request(10, "server/discover", "{}", r#""x":1"#)).await["result"]["capabilities"].clone();
+    assert_eq!(discovered["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
+    assert!(discovered.get("tasks").is_none());
+}
+
+fn legacy_task_call(id: u32, tool: &str, arguments: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments},"task":{{"ttl":60000}}}}}}"#)
+}
+
+fn legacy(id: u32, method: &str, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+}
+
+#[tokio::test]
+async fn a_legacy_client_asks_for_a_task_lists_it_and_waits_for_its_result() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let created = h.ask(&legacy_task_call(1, "fake_background", r#"{"ms":300}"#)).await["result"].clone();
+    let task = created["task"].clone();
+    assert_eq!(task["status"], "working", "{created}");
+    assert_eq!(task["ttl"], 60000);
+    assert!(task["pollInterval"].is_u64() && task.get("ttlMs").is_none(), "{task}");
+    let id = task["taskId"].clone();
+
+    let listed = h.ask(&legacy(2, "tasks/list", "{}")).await["result"].clone();
+    assert_eq!(listed["tasks"][0]["taskId"], id, "{listed}");
+    h.send(&legacy(3, "tasks/result", &format!(r#"{{"taskId":{id}}}"#))).await;
+    let frames = {
+        let mut frames = Vec::new();
+        while !frames.iter().any(|f: &Value| f["id"] == 3) {
+            frames.push(h.recv().await);
+        }
+        frames
+    };
+    let status = frames.iter().find(|f| f["method"] == "notifications/tasks/status").expect("a status notification");
+    assert_eq!(status["params"]["status"], "completed", "{status}");
+    let result = &frames.iter().find(|f| f["id"] == 3).unwrap()["result"];
+    assert_eq!(result["content"][0]["text"], "background work done", "{result}");
+    assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
+
+    let cancel = h.ask(&legacy(4, "tasks/cancel", &format!(r#"{{"taskId":{id}}}"#))).await;
+    assert_eq!(cancel["error"]["code"], -32602, "an ended task cannot be cancelled: {cancel}");
+}
+
+#[tokio::test]
+async fn legacy_tasks_are_the_sessions_own_and_follow_each_tools_task_support() {
+    let plugin = FakePlugin::new();
+    let server = Server::new(Arc::new(Router::new(vec![RouterEntry::new(plugin, Prefix::Default)]).0), StateKey::random().expect("a key"));
+    let mut h = Harness::on(Arc::clone(&server));
+    h.initialize("2025-11-25").await;
+    assert_eq!(h.ask(&legacy_task_call(1, "fake_echo", r#"{"text":"x"}"#)).await["error"]["code"], -32601, "echo does not run as a task");
+    assert_eq!(h.ask(&legacy(2, "tools/call", r#"{"name":"fake_only_task","arguments":{}}"#)).await["error"]["code"], -32601);
+
+    let created = h.ask(&legacy_task_call(3, "fake_background", r#"{"ms":60000}"#)).await["result"].clone();
+    let id = created["task"]["taskId"].clone();
+    let mut other = Harness::on(Arc::clone(&server));
+    other.initialize("2025-11-25").await;
+    assert_eq!(other.ask(&legacy(1, "tasks/get", &format!(r#"{{"taskId":{id}}}"#))).await["error"]["code"], -32602, "another session's task");
+    assert_eq!(other.ask(&legacy(2, "tasks/list", "{}")).await["result"]["tasks"], json!([]));
+
+    h.send(&legacy(4, "tasks/cancel", &format!(r#"{{"taskId":{id}}}"#))).await;
+    let mut frames = [h.recv().await, h.recv().await];
+    frames.sort_by_key(|f| f.get("id").is_some());
+    assert_eq!(frames[0]["method"], "notifications/tasks/status", "{frames:?}");
+    assert_eq!(frames[0]["params"]["status"], "cancelled");
+    assert_eq!(frames[1]["result"]["status"], "cancelled", "{frames:?}");
+
+    let mut older = Harness::on(server);
+    older.initialize("2025-06-18").await;
+    assert_eq!(older.ask(&legacy(1, "tasks/list", "{}")).await["error"]["code"], -32601, "tasks exist from 2025-11-25 on");
+    let direct = older.ask(&legacy_task_call(2, "fake_background", r#"{"ms":0}"#)).await;
+    assert_eq!(direct["result"]["content"][0]["text"], "background work done", "`task` is ignored where tasks do not exist");
+}
+
+#[tokio::test]
+async fn a_legacy_task_waits_in_input_required_while_the_session_asks_its_client() {
+    let mut h = Harness::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+    h.ask(init).await;
+    let created = h.ask(&legacy_task_call(1, "fake_confirm", "{}")).await["result"].clone();
+    let id = created["task"]["taskId"].clone();
+    let mut question = None;
+    let mut parked = false;
+    while question.is_none() || !parked {
+        let frame = h.recv().await;
+        if frame["method"] == "elicitation/create" {
+            question = Some(frame);
+        } else if frame["method"] == "notifications/tasks/status" && frame["params"]["status"] == "input_required" {
+            parked = true;
+        }
+    }
+    let question = question.unwrap();
+    assert_eq!(question["params"]["_meta"][META_RELATED_TASK]["taskId"], id, "{question}");
+    h.send(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"decline"}}}}"#, question["id"])).await;
+    h.send(&legacy(2, "tasks/result", &format!(r#"{{"taskId":{id}}}"#))).await;
+    loop {
+        let frame = h.recv().await;
+        if frame["id"] == 2 {
+            assert_eq!(frame["result"]["content"][0]["text"], "confirmed: decline", "{frame}");
+            break;
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! Tasks: tool calls that run in the background while the client polls for them, in both task
+//! designs (the experimental tasks of 2025-11-25 and the `io.modelcontextprotocol/tasks`
+//! extension of 2026-07-28).
+//!
+//! The store holds each task's status, its outcome once it has one, the input it waits for, and
+//! who may see it: the legacy session that created it, or the caller of a 2026-07-28 request
+//! (anyone holding the unguessable id while HTTP has no authentication). Everything is bounded:
+//! `MAX_TASKS` held at once (finished ones included, until their time to live runs out) and
+//! `MAX_UNFINISHED_PER_PLUGIN` unfinished per plugin, so one plugin's tasks never crowd out
+//! another's. A finished task is kept until its time to live runs out, then freed; an unfinished
+//! one is cancelled then.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::input::{InputRequest, InputResponse};
+use crate::jsonrpc::ErrorObject;
+
+/// Tasks held at once, finished ones included.
+pub const MAX_TASKS: usize = 256;
+/// Unfinished tasks one plugin may have at once.
+pub const MAX_UNFINISHED_PER_PLUGIN: usize = 32;
+/// How long a task is kept when the client names no time to live.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+/// The longest time to live granted; longer requests are cut to it (and the task says so).
+pub const MAX_TTL: Duration = Duration::from_secs(3600);
+/// The shortest time to live granted.
+pub const MIN_TTL: Duration = Duration::from_secs(1);
+/// How often clients are asked to poll, in milliseconds.
+pub const POLL_INTERVAL_MS: u64 = 500;
+
+/// Where a task is in its life. Terminal states never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the task is over.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
+    }
+}
+
+/// Which task design a task follows, on the wire and in its statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskDesign {
+    /// 2025-11-25: nested `CreateTaskResult`, `ttl`/`pollInterval`, a tool error is `failed`.
+    Experimental,
+    /// 2026-07-28 extension: flat results, `ttlMs`/`pollIntervalMs`, detailed `tasks/get`, a
+    /// tool error is `completed` (only a JSON-RPC error is `failed`).
+    Extension,
+}
+
+/// Who may see and steer a task.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TaskOwner {
+    /// The legacy session that created it.
+    Session(u64),
+    /// The caller of a 2026-07-28 request (empty without authentication).
+    Caller(String),
+}
+
+/// Why a task was not created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    #[error("too many tasks are held ({MAX_TASKS}); try again once some have finished or expired")]
+    Full,
+    #[error("plugin `{0}` already has {MAX_UNFINISHED_PER_PLUGIN} unfinished tasks; try again once some have finished")]
+    PluginFull(String),
+    #[error("no random source for a task id")]
+    NoRandom,
+}
+
+#[derive(Debug)]
+struct TaskState {
+    status: TaskStatus,
+    message: Option<String>,
+    updated: SystemTime,
+    outcome: Option<Result<Value, ErrorObject>>,
+    /// Input requests not answered yet (2026-07-28 tasks park on these).
+    outstanding: Vec<InputRequest>,
+    /// Answers received for the current round.
+    answered: Vec<InputResponse>,
+}
+
+/// One task.
+#[derive(Debug)]
+pub struct Task {
+    pub id: String,
+    pub plugin: String,
+    pub owner: TaskOwner,
+    pub design: TaskDesign,
+    created: SystemTime,
+    ttl: Duration,
+    expires: Instant,
+    /// Cancelled when the task is cancelled or expires: its plugin run sees it.
+    pub stop: CancellationToken,
+    state: Mutex<TaskState>,
+    changed: watch::Sender<u64>,
+}
+
+impl Task {
+    fn state(&self) -> std::sync::MutexGuard<'_, TaskState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The status now.
+    pub fn status(&self) -> TaskStatus {
+        self.state().status
+    }
+
+    /// How long the task is kept, from its creation.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// When the task's time to live runs out.
+    pub fn expires(&self) -> Instant {
+        self.expires
+    }
+
+    fn update(&self, change: impl FnOnce(&mut TaskState)) -> bool {
+        {
+            let mut state = self.state();
+            if state.status.is_terminal() {
+                return false;
+            }
+            change(&mut state);
+            state.updated = SystemTime::now();
+        }
+        self.changed.send_modify(|n| *n += 1);
+        true
+    }
+
+    /// Back to work (after its input arrived). False once the task is over.
+    pub fn resume(&self) -> bool {
+        self.update(|s| {
+            s.status = TaskStatus::Working;
+            s.message = None;
+            s.outstanding.clear();
+        })
+    }
+
+    /// Waits for the client: `requests` are outstanding. False once the task is over.
+    pub fn park(&self, requests: Vec<InputRequest>, message: &str) -> bool {
+        self.update(|s| {
+            s.status = TaskStatus::InputRequired;
+            s.message = Some(message.to_owned());
+            s.outstanding = requests;
+            s.answered.clear();
+        })
+    }
+
+    /// Ends the task with its outcome: `failed` for an error, and in the experimental design
+    /// also for a tool result with `isError`; `completed` otherwise.
+    pub fn finish(&self, outcome: Result<Value, ErrorObject>) -> bool {
+        let failed = match &outcome {
+            Err(_) => true,
+            Ok(result) => self.design == TaskDesign::Experimental && result.get("isError") == Some(&Value::Bool(true)),
+        };
+        self.update(|s| {
+            s.status = if failed { TaskStatus::Failed } else { TaskStatus::Completed };
+            s.message = None;
+            s.outstanding.clear();
+            s.outcome = Some(outcome);
+        })
+    }
+
+    /// Cancels the task; false when it was already over (it then stays as it was).
+    pub fn cancel(&self, message: &str) -> bool {
+        let cancelled = self.update(|s| {
+            s.status = TaskStatus::Cancelled;
+            s.message = Some(message.to_owned());
+            s.outstanding.clear();
+        });
+        self.stop.cancel();
+        cancelled
+    }
+
+    /// Takes answers for outstanding requests; others are ignored. Returns how many requests are
+    /// still outstanding (0 wakes the task).
+    pub fn answer(&self, responses: &Map<String, Value>) -> usize {
+        let left = {
+            let mut state = self.state();
+            if state.status != TaskStatus::InputRequired {
+                return state.outstanding.len();
+            }
+            let outstanding = std::mem::take(&mut state.outstanding);
+            let mut left = Vec::new();
+            for request in outstanding {
+                match responses.get(&request.key) {
+                    Some(result) => state.answered.push(InputResponse { key: request.key, method: request.method, result: result.clone() }),
+                    None => left.push(request),
+                }
+            }
+            state.outstanding = left;
+            state.updated = SystemTime::now();
+            state.outstanding.len()
+        };
+        self.changed.send_modify(|n| *n += 1);
+        left
+    }
+
+    /// Waits until every outstanding request is answered, then hands the answers over; `None`
+    /// when the task ends (cancelled or expired) first.
+    pub async fn answers(&self) -> Option<Vec<InputResponse>> {
+        let mut changed = self.changed.subscribe();
+        loop {
+            {
+                let mut state = self.state();
+                if state.status.is_terminal() {
+                    return None;
+                }
+                if state.status == TaskStatus::InputRequired && state.outstanding.is_empty() {
+                    return Some(std::mem::take(&mut state.answered));
+                }
+            }
+            if changed.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// Waits until the task is over.
+    pub async fn finished(&self) {
+        let mut changed = self.changed.subscribe();
+        while !self.status().is_terminal() {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// What the task ended with: its result or error; `None` while it runs or when cancelled.
+    pub fn outcome(&self) -> Option<Result<Value, ErrorObject>> {
+        self.state().outcome.clone()
+    }
+
+    /// The task as its design puts it on the wire: `detailed` adds what the 2026-07-28
+    /// `tasks/get` carries (the outstanding input requests, the result or the error).
+    pub fn to_wire(&self, detailed: bool) -> Value {
+        let state = self.state();
+        let mut task = json!({
+            "taskId": self.id,
+            "status": state.status.as_str(),
+            "createdAt": rfc3339(self.created),
+            "lastUpdatedAt": rfc3339(state.updated),
+        });
+        let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        match self.design {
+            TaskDesign::Experimental => {
+                task["ttl"] = json!(ttl);
+                task["pollInterval"] = json!(POLL_INTERVAL_MS);
+            }
+            TaskDesign::Extension => {
+                task["ttlMs"] = json!(ttl);
+                task["pollIntervalMs"] = json!(POLL_INTERVAL_MS);
+            }
+        }
+        if let Some(message) = &state.message {
+            task["statusMessage"] = json!(message);
+        }
+        if detailed {
+            match (state.status, &state.outcome) {
+                (TaskStatus::InputRequired, _) => {
+                    let requests: Map<String, Value> = state.outstanding.iter().map(|r| (r.key.clone(), r.to_wire())).collect();
+                    task["inputRequests"] = Value::Object(requests);
+                }
+                (TaskStatus::Completed, Some(Ok(result))) => task["result"] = result.clone(),
+                (TaskStatus::Failed, Some(Err(error))) => task["error"] = error.to_value(),
+                _ => {}
+            }
+        }
+        task
+    }
+}
+
+fn rfc3339(at: SystemTime) -> String {
+    time::OffsetDateTime::from(at).format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// Every task of the process.
+#[derive(Debug, Default)]
+pub struct TaskStore {
+    tasks: Mutex<HashMap<String, Arc<Task>>>,
+}
+
+impl TaskStore {
+    /// A task of `plugin` for `owner`, kept for `ttl` (cut to the allowed range). Expired tasks
+    /// are freed first, and unfinished ones among them cancelled.
+    pub fn create(&self, plugin: &str, owner: TaskOwner, design: TaskDesign, ttl: Option<Duration>) -> Result<Arc<Task>, TaskError> {
+        let ttl = ttl.unwrap_or(DEFAULT_TTL).clamp(MIN_TTL, MAX_TTL);
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        sweep(&mut tasks);
+        if tasks.len() >= MAX_TASKS {
+            return Err(TaskError::Full);
+        }
+        let unfinished = tasks.values().filter(|t| t.plugin == plugin && !t.status().is_terminal()).count();
+        if unfinished >= MAX_UNFINISHED_PER_PLUGIN {
+            return Err(TaskError::PluginFull(plugin.to_owned()));
+        }
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|_| TaskError::NoRandom)?;
+        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let now = SystemTime::now();
+        let task = Arc::new(Task {
+            id: id.clone(),
+            plugin: plugin.to_owned(),
+            owner,
+            design,
+            created: now,
+            ttl,
+            expires: Instant::now() + ttl,
+            stop: CancellationToken::new(),
+            state: Mutex::new(TaskState {
+                status: TaskStatus::Working,
+                message: None,
+                updated: now,
+                outcome: None,
+                outstanding: Vec::new(),
+                answered: Vec::new(),
+            }),
+            changed: watch::channel(0).0,
+        });
+        tasks.insert(id, Arc::clone(&task));
+        Ok(task)
+    }
+
+    /// The task with this id, if `owner` may see it and it has not expired.
+    pub fn get(&self, id: &str, owner: &TaskOwner) -> Option<Arc<Task>> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        sweep(&mut tasks);
+        tasks.get(id).filter(|t| &t.owner == owner).cloned()
+    }
+
+    /// Every task `owner` may see, oldest first.
+    pub fn list(&self, owner: &TaskOwner) -> Vec<Arc<Task>> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        sweep(&mut tasks);
+        let mut owned: Vec<Arc<Task>> = tasks.values().filter(|t| &t.owner == owner).cloned().collect();
+        owned.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
+        owned
+    }
+
+    /// Cancels and forgets every task of `owner` (a legacy session that ended).
+    pub fn drop_owner(&self, owner: &TaskOwner) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        tasks.retain(|_, task| {
+            if &task.owner != owner {
+                return true;
+            }
+            task.cancel("the session that created the task ended");
+            false
+        });
+    }
+
+    /// Tasks held now.
+    pub fn len(&self) -> usize {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether no task is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Frees expired tasks, cancelling the unfinished ones.
+fn sweep(tasks: &mut HashMap<String, Arc<Task>>) {
+    let now = Instant::now();
+    tasks.retain(|_, task| {
+        if task.expires > now {
+            return true;
+        }
+        task.cancel("the task's time to live ran out");
+        false
+    });
+}
+
+#[cfg(test)]
+mod tests;
