@@ -58,7 +58,7 @@ pub use uri::UriVars;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bindings;
-    pub use crate::registry::{PromptDef, Registry, ResourceDef, TemplateDef, ToolDef, ToolHints, ToolMeta};
+    pub use crate::registry::{PromptDef, Registry, ResourceDef, TaskMode, TemplateDef, ToolDef, ToolHints, ToolMeta};
 }
 
 /// Exports the plugin: its name and version, and the tools, resources, resource templates and

@@ -44,6 +44,20 @@ pub struct ToolMeta {
     pub hints: ToolHints,
     /// Client capabilities a call needs, as dotted paths separated by commas (`"sampling, elicitation.url"`).
     pub requires: Option<&'static str>,
+    /// Whether a call may run as a task.
+    pub task: TaskMode,
+}
+
+/// Whether a tool's calls may run as tasks (`#[tool(task = "...")]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskMode {
+    /// Never (the default).
+    Forbidden,
+    /// When the client accepts a task; the host decides (a call still running after a moment
+    /// becomes one).
+    Optional,
+    /// Only as a task; a client that cannot use tasks cannot call the tool.
+    Required,
 }
 
 type ToolCall = Box<dyn Fn(&str, &Request) -> CallOutcome>;
@@ -118,7 +132,11 @@ impl ToolDef {
             }),
             icons: Vec::new(),
             meta: None,
-            task_support: TaskSupport::Forbidden,
+            task_support: match self.meta.task {
+                TaskMode::Forbidden => TaskSupport::Forbidden,
+                TaskMode::Optional => TaskSupport::Optional,
+                TaskMode::Required => TaskSupport::Required,
+            },
             required_client_capabilities: self.meta.requires.map(|r| capabilities_object(r).to_string()),
         }
     }
@@ -563,7 +581,7 @@ mod tests {
     }
 
     fn meta(name: &'static str, read_only: bool, requires: Option<&'static str>) -> ToolMeta {
-        ToolMeta { name, title: None, description: Some("a tool"), hints: ToolHints { read_only, ..ToolHints::default() }, requires }
+        ToolMeta { name, title: None, description: Some("a tool"), hints: ToolHints { read_only, ..ToolHints::default() }, requires, task: TaskMode::Forbidden }
     }
 
     fn registry() -> Registry {
@@ -573,7 +591,14 @@ mod tests {
         r.tool(ToolDef::without_arguments(meta("ping", false, Some("sampling, elicitation.url")), ping));
         r.tool(ToolDef::request_only(meta("greet", false, None), greet));
         r.tool(ToolDef::request_only(meta("three", false, None), three));
+        r.tool(ToolDef::request_only(ToolMeta { task: TaskMode::Required, ..meta("purge", false, None) }, purge));
         r
+    }
+
+    fn purge(cx: &Request) -> crate::Result<String> {
+        cx.ask_within_task();
+        let _ = cx.elicit::<UserName>("confirm", "Purge?")?;
+        Ok("purged".into())
     }
 
     fn context(responses: Vec<InputResponse>) -> RequestContext {
@@ -678,6 +703,18 @@ mod tests {
         let keys: Vec<&str> = asked.requests.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["name", "roots", "login"]);
         assert_eq!(asked.state.as_deref(), Some(&b"three"[..]));
+        assert!(!asked.in_task, "asked as an ordinary round");
+    }
+
+    #[test]
+    fn a_task_tool_declares_its_support_and_asks_within_the_task() {
+        let r = registry();
+        let tools = r.list_tools().tools;
+        assert!(tools.iter().filter(|t| t.name != "purge").all(|t| t.task_support == TaskSupport::Forbidden));
+        assert_eq!(tools.iter().find(|t| t.name == "purge").map(|t| t.task_support), Some(TaskSupport::Required));
+        let CallOutcome::InputRequired(asked) = r.call_tool(context(vec![]), "purge", "{}").expect("known") else { panic!("must ask") };
+        assert!(asked.in_task);
+        assert_eq!(asked.requests[0].key, "confirm");
     }
 
     #[test]

@@ -12,8 +12,9 @@ use syn::{FnArg, ItemFn, LitStr, ReturnType, parse_macro_input};
 /// `T: serde::Deserialize + schemars::JsonSchema` gives the input schema; the doc comment is the
 /// description. A last parameter `cx: &paddock_sdk::Request` gives the request (and the input
 /// model). Options: `name = "..."`, `title = "..."`, `description = "..."`, `requires = "sampling,
-/// elicitation.url"` (client capabilities a call needs), and the hints `read_only`,
-/// `destructive`, `idempotent`, `open_world`.
+/// elicitation.url"` (client capabilities a call needs), `task = "optional"` or `task =
+/// "required"` (the call may, or must, run as a task the client polls), and the hints
+/// `read_only`, `destructive`, `idempotent`, `open_world`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Tool, attr, item)
@@ -61,7 +62,7 @@ impl Kind {
 
     fn string_options(self) -> &'static [&'static str] {
         match self {
-            Kind::Tool => &["name", "title", "description", "requires"],
+            Kind::Tool => &["name", "title", "description", "requires", "task"],
             Kind::Resource => &["uri", "name", "title", "description", "mime_type"],
             Kind::Template => &["uri_template", "name", "title", "description", "mime_type"],
             Kind::Prompt => &["name", "title", "description"],
@@ -192,7 +193,16 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
             let [read_only, destructive, idempotent, open_world] = hints;
             let hints = quote!(::paddock_sdk::__private::ToolHints { read_only: #read_only, destructive: #destructive, idempotent: #idempotent, open_world: #open_world });
             let requires = option_lit(options.string("requires"));
-            let meta = quote!(::paddock_sdk::__private::ToolMeta { name: #name, title: #title, description: #description, hints: #hints, requires: #requires });
+            let task = match options.string("task") {
+                None => quote!(::paddock_sdk::__private::TaskMode::Forbidden),
+                Some(lit) => match lit.value().as_str() {
+                    "forbidden" => quote!(::paddock_sdk::__private::TaskMode::Forbidden),
+                    "optional" => quote!(::paddock_sdk::__private::TaskMode::Optional),
+                    "required" => quote!(::paddock_sdk::__private::TaskMode::Required),
+                    _ => return Err(syn::Error::new_spanned(lit, "`task` is \"optional\" (the call may run as a task) or \"required\" (only as a task)")),
+                },
+            };
+            let meta = quote!(::paddock_sdk::__private::ToolMeta { name: #name, title: #title, description: #description, hints: #hints, requires: #requires, task: #task });
             let constructor = match (arg_type, takes_request) {
                 (Some(ty), false) => quote!(::paddock_sdk::__private::ToolDef::new::<#ty, _>(#meta, super::#fn_name)),
                 (Some(ty), true) => quote!(::paddock_sdk::__private::ToolDef::with_request::<#ty, _>(#meta, super::#fn_name)),

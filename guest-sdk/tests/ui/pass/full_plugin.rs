@@ -56,6 +56,27 @@ fn summarize(args: Args, cx: &Request) -> paddock_sdk::Result<String> {
     Ok(sampled_text(&reply))
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    confirm: bool,
+}
+
+/// Deletes after a confirmation, asked while the call runs as a task.
+#[tool(task = "required", destructive)]
+fn purge(cx: &Request) -> paddock_sdk::Result<String> {
+    cx.ask_within_task();
+    match cx.elicit::<Confirm>("confirm", "Purge everything?")? {
+        Elicited::Accepted(Confirm { confirm: true }) => Ok("purged".into()),
+        _ => Ok("kept".into()),
+    }
+}
+
+/// Takes a while; may run as a task.
+#[tool(task = "optional")]
+fn crunch(args: Args) -> String {
+    args.text.repeat(2)
+}
+
 #[resource(uri = "demo://whoami")]
 fn whoami(cx: &Request) -> String {
     cx.client_name().unwrap_or("unknown").to_owned()
@@ -95,7 +116,7 @@ export_plugin! {
     version: "1.0.0",
     description: "All registrations",
     requests: Requests::new().env("HOME"),
-    tools: [echo, length, picture, greet, summarize],
+    tools: [echo, length, picture, greet, summarize, purge, crunch],
     resources: [about, whoami],
     resource_templates: [item, root],
     prompts: [review, welcome],

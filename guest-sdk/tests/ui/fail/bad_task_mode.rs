@@ -1,0 +1,8 @@
+use paddock_sdk::tool;
+
+#[tool(task = "sometimes")]
+fn report() -> String {
+    String::new()
+}
+
+fn main() {}
