@@ -94,7 +94,7 @@ impl Target {
         }
     }
 
-    fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         match self {
             Target::Tool { name, .. } | Target::Prompt { name, .. } => name,
             Target::Read { uri } => uri,

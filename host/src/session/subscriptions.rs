@@ -77,11 +77,7 @@ impl Filter {
         }
         match asked.get("taskIds") {
             None => {}
-            Some(_) if !tasks_declared => {
-                let tasks = super::task_calls::TASKS_EXTENSION;
-                return Err(ErrorObject::new(super::rounds::MISSING_REQUIRED_CLIENT_CAPABILITY, format!("`taskIds` needs the client capability `extensions.{tasks}`"))
-                    .with_data(json!({"requiredCapabilities": {"extensions": {tasks: {}}}})));
-            }
+            Some(_) if !tasks_declared => return Err(super::task_calls::extension_missing()),
             Some(Value::Array(ids)) if ids.len() <= MAX_RESOURCE_SUBSCRIPTIONS && ids.iter().all(|id| id.as_str().is_some_and(|id| id.len() <= 128)) => {
                 filter.tasks.extend(ids.iter().filter_map(Value::as_str).map(str::to_owned));
             }

@@ -59,7 +59,8 @@ pub(super) fn declares_extension(context: &RequestContext) -> bool {
     context.client_capabilities.get("extensions").and_then(|e| e.get(TASKS_EXTENSION)).is_some()
 }
 
-fn extension_missing() -> ErrorObject {
+/// -32021 naming the tasks extension as the capability missing.
+pub(super) fn extension_missing() -> ErrorObject {
     ErrorObject::new(super::rounds::MISSING_REQUIRED_CLIENT_CAPABILITY, format!("this needs the client capability `extensions.{TASKS_EXTENSION}`"))
         .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
 }
@@ -132,7 +133,7 @@ impl Session {
         cx: &CallContext,
         ttl: Option<Duration>,
     ) -> Result<Finished, ErrorObject> {
-        let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target_name(&target))))?;
+        let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target.name())))?;
         let owner = self.task_owner(era, &context);
         let task = self.server.tasks.create(&plugin, owner, TaskDesign::Experimental, ttl).map_err(|e| ErrorObject::new(INTERNAL_ERROR, e.to_string()))?;
         let run = self.task_context(cx, context.clone(), params, era);
@@ -169,7 +170,7 @@ impl Session {
         cx: &CallContext,
         required: bool,
     ) -> Result<Finished, ErrorObject> {
-        let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target_name(&target))))?;
+        let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target.name())))?;
         let owner = self.task_owner(era, &context);
         let run = self.task_context(cx, context.clone(), None, era);
         let mut first = {
@@ -377,13 +378,6 @@ impl Session {
 enum Pending {
     Running(tokio::task::JoinHandle<Result<(String, Outcome<Finished>), ErrorObject>>),
     Ended(Outcome<Finished>),
-}
-
-fn target_name(target: &Target) -> &str {
-    match target {
-        Target::Tool { name, .. } | Target::Prompt { name, .. } => name,
-        Target::Read { uri } => uri,
-    }
 }
 
 fn shown(id: &str) -> String {
