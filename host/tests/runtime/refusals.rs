@@ -42,7 +42,12 @@ impl Captured {
             .with_max_level(tracing::Level::WARN)
             .with_writer(move || sink.clone())
             .finish();
-        Captured { lines, _guard: tracing::subscriber::set_default(subscriber) }
+        let guard = tracing::subscriber::set_default(subscriber);
+        // Another test thread may have registered a callsite while this subscriber was being
+        // installed, caching an interest that leaves it out; recompute every callsite's interest
+        // now that it is in place.
+        tracing::callsite::rebuild_interest_cache();
+        Captured { lines, _guard: guard }
     }
 
     /// Every refusal record so far of `kind`.
