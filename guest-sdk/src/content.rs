@@ -5,11 +5,13 @@ use std::fmt::Display;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::bindings::exports::paddock::plugin::tools::{CallOutcome, CallResult};
 use crate::bindings::paddock::plugin::types::{
     ContentBlock, EmbeddedResource, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
 };
+use crate::describe::Annotations;
 use crate::request::{Error, Halt, Request};
 use crate::schema;
 
@@ -56,6 +58,94 @@ impl Content {
     /// A binary resource embedded in the result (sent as base64).
     pub fn embedded_blob(uri: impl Into<String>, mime_type: Option<&str>, data: impl Into<Vec<u8>>) -> Content {
         embedded(uri.into(), mime_type, ResourceBody::Blob(data.into()))
+    }
+
+    /// Adds hints for the client: who the block is for, how much it matters.
+    pub fn annotate(mut self, annotations: Annotations) -> Content {
+        let hints = Some(annotations.to_wit());
+        match &mut self.0 {
+            ContentBlock::Text(t) => t.annotations = hints,
+            ContentBlock::Image(m) | ContentBlock::Audio(m) => m.annotations = hints,
+            ContentBlock::ResourceLink(l) => l.annotations = hints,
+            ContentBlock::Resource(r) => r.annotations = hints,
+        }
+        self
+    }
+
+    /// Sets the block's `_meta`. Anything but a JSON object is ignored.
+    pub fn meta(mut self, meta: Value) -> Content {
+        let meta = object_text(meta);
+        match &mut self.0 {
+            ContentBlock::Text(t) => t.meta = meta,
+            ContentBlock::Image(m) | ContentBlock::Audio(m) => m.meta = meta,
+            ContentBlock::ResourceLink(l) => l.meta = meta,
+            ContentBlock::Resource(r) => r.meta = meta,
+        }
+        self
+    }
+
+    /// For a resource link: its title, description, MIME type and size, as the client lists them.
+    /// Other blocks are returned unchanged.
+    pub fn link_details(mut self, title: Option<&str>, description: Option<&str>, mime_type: Option<&str>, size: Option<u64>) -> Content {
+        if let ContentBlock::ResourceLink(link) = &mut self.0 {
+            link.title = title.map(str::to_owned);
+            link.description = description.map(str::to_owned);
+            link.mime_type = mime_type.map(str::to_owned);
+            link.size = size;
+        }
+        self
+    }
+}
+
+/// `meta` as JSON text when it is an object.
+pub(crate) fn object_text(meta: Value) -> Option<String> {
+    meta.is_object().then(|| meta.to_string())
+}
+
+/// A tool result spelled out: content, structured content, `_meta`, and whether it is an error.
+/// Return it when [`String`], [`Content`] or [`Json`] do not say enough.
+///
+/// ```ignore
+/// Ok(ToolResult::new(vec![Content::text("3 files")]).structured(json!({"count": 3})).meta(json!({"cost": 2})))
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    content: Vec<Content>,
+    structured: Option<Value>,
+    meta: Option<Value>,
+    is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result with these blocks.
+    pub fn new(content: Vec<Content>) -> ToolResult {
+        ToolResult { content, structured: None, meta: None, is_error: false }
+    }
+
+    /// A failed result the model can read.
+    pub fn error(message: impl Into<String>) -> ToolResult {
+        ToolResult { is_error: true, ..ToolResult::new(vec![Content::text(message)]) }
+    }
+
+    /// Structured content (any JSON value; legacy clients only see objects as structured
+    /// content, the rest as text). The tool lists no output schema for it: use [`Json`] for that.
+    pub fn structured(mut self, value: Value) -> ToolResult {
+        self.structured = Some(value);
+        self
+    }
+
+    /// The result's `_meta`. Anything but a JSON object is ignored.
+    pub fn meta(mut self, meta: Value) -> ToolResult {
+        self.meta = Some(meta);
+        self
+    }
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_call_result(self) -> CallResult {
+        let mut result = call_result(self.content, self.structured.map(|v| v.to_string()), self.is_error);
+        result.meta = self.meta.and_then(object_text);
+        result
     }
 }
 

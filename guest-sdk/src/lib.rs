@@ -27,11 +27,13 @@
 //! ```
 //!
 //! Return types: `String` (one text block), [`Content`] or `Vec<Content>` (any blocks),
-//! [`Json<T>`] (structured content with an output schema), and `Result<_, E: Display>`, where
+//! [`Json<T>`] (structured content with an output schema), [`ToolResult`] (everything spelled
+//! out, `_meta` included), and `Result<_, E: Display>`, where
 //! `Err` becomes an error result the model can read. Invalid arguments become error results too.
 //! A handler may also take a [`Request`] (after its arguments) to read the client's capabilities
 //! and ask it for input: a form, a page to visit, a completion from its model, its roots.
-//! Host calls (logging, progress, cancellation, change notices) are in [`host`].
+//! Host calls (logging, progress, cancellation, change notices) are in [`host`]. Icons,
+//! annotations and cache hints are in [`Icon`], [`Annotations`] and [`CacheHint`].
 
 #![deny(missing_docs)]
 
@@ -39,15 +41,19 @@
 #[doc(hidden)]
 pub mod bindings;
 mod content;
+mod defs;
+mod describe;
 pub mod host;
 mod registry;
 mod request;
 mod schema;
 mod uri;
 
-pub use content::{Blob, Content, IntoPromptMessages, IntoResourceBody, IntoToolResult, Json, PromptMessage};
+pub use content::{Blob, Content, IntoPromptMessages, IntoResourceBody, IntoToolResult, Json, PromptMessage, ToolResult};
+pub use defs::ToolHints;
+pub use describe::{Annotations, Audience, CacheHint, Icon, Theme};
 pub use paddock_sdk_macros::{prompt, resource, resource_template, tool};
-pub use registry::{Completing, Requests, ToolHints};
+pub use registry::{Completing, Requests};
 pub use request::{Ask, Elicited, Error, ModelHint, ModelPreferences, Request, Result, Root, Sampling, SamplingResult, sampled_text};
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
@@ -58,7 +64,8 @@ pub use uri::UriVars;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bindings;
-    pub use crate::registry::{PromptDef, Registry, ResourceDef, TaskMode, TemplateDef, ToolDef, ToolHints, ToolMeta};
+    pub use crate::defs::{PromptDef, PromptMeta, ResourceDef, ResourceMeta, TaskMode, ToolDef, ToolHints, ToolMeta};
+    pub use crate::registry::Registry;
 }
 
 /// Exports the plugin: its name and version, and the tools, resources, resource templates and
@@ -72,7 +79,10 @@ pub mod __private {
 ///     title: "Text tools",
 ///     description: "Pure text utilities",
 ///     instructions: "Use these tools to transform text.",
+///     website_url: "https://example.com/text",
+///     icons: [paddock_sdk::Icon::new("https://example.com/text.svg")],
 ///     requests: paddock_sdk::Requests::new().file("/data", true, "stores notes"),
+///     list_cache: paddock_sdk::CacheHint::public(300_000),
 ///     tools: [echo, upper],
 ///     resources: [about],
 ///     resource_templates: [word],
@@ -88,7 +98,10 @@ macro_rules! export_plugin {
         $(, title: $title:expr)?
         $(, description: $description:expr)?
         $(, instructions: $instructions:expr)?
+        $(, website_url: $website_url:expr)?
+        $(, icons: [$($icon:expr),* $(,)?])?
         $(, requests: $requests:expr)?
+        $(, list_cache: $list_cache:expr)?
         $(, tools: [$($tool:ident),* $(,)?])?
         $(, resources: [$($resource:ident),* $(,)?])?
         $(, resource_templates: [$($template:ident),* $(,)?])?
@@ -105,7 +118,13 @@ macro_rules! export_plugin {
             $( registry.title($title); )?
             $( registry.description($description); )?
             $( registry.instructions($instructions); )?
+            $( registry.website_url($website_url); )?
+            $( {
+                const ICONS: &[$crate::Icon] = &[$($icon),*];
+                registry.icons(ICONS);
+            } )?
             $( registry.requests($requests); )?
+            $( registry.list_cache($list_cache); )?
             $( $( registry.tool($tool::__tool_def()); )* )?
             $( $( registry.resource($resource::__resource_def()); )* )?
             $( $( registry.template($template::__template_def()); )* )?

@@ -191,6 +191,18 @@ impl Request {
     /// Asks the user to fill in a form shaped by `T` (flat: strings, numbers, booleans, enums).
     /// Never ask for secrets in a form: use `elicit_url`.
     pub fn elicit<T: DeserializeOwned + JsonSchema>(&self, key: &str, message: &str) -> Result<Elicited<T>> {
+        // The schema is only written when the question goes out.
+        let requested_schema = match self.answer(key) {
+            Some(InputResponseKind::Elicitation(_)) => Value::Null,
+            _ => schema::input_of::<T>(),
+        };
+        self.elicit_with_schema(key, message, requested_schema)
+    }
+
+    /// Asks the user to fill in a form written by hand, for what a derive does not write:
+    /// titled single and multiple choices (`oneOf`/`anyOf` of `const` and `title`), legacy
+    /// `enumNames`, defaults. The answer is read as `T` (a `serde_json::Value` takes anything).
+    pub fn elicit_with_schema<T: DeserializeOwned>(&self, key: &str, message: &str, requested_schema: Value) -> Result<Elicited<T>> {
         match self.answer(key) {
             Some(InputResponseKind::Elicitation(result)) => match result.action {
                 ElicitationAction::Accept => {
@@ -203,8 +215,8 @@ impl Request {
                 ElicitationAction::Cancel => Ok(Elicited::Cancelled),
             },
             _ => {
-                let requested_schema = schema::input_of::<T>().to_string();
-                Err(self.ask(key, InputRequestKind::ElicitForm(FormElicitation { message: message.to_owned(), requested_schema })).into())
+                let form = FormElicitation { message: message.to_owned(), requested_schema: requested_schema.to_string() };
+                Err(self.ask(key, InputRequestKind::ElicitForm(form)).into())
             }
         }
     }

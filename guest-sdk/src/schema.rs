@@ -8,13 +8,12 @@ pub(crate) fn no_arguments() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
-/// The JSON Schema of `T`, without the `$schema` dialect marker (2020-12 is MCP's default).
+/// The JSON Schema of `T`, as `schemars` writes it: JSON Schema 2020-12 (MCP's default
+/// dialect), named by `$schema`, with shared definitions under `$defs`. A type that needs
+/// keywords a derive cannot express (`if`/`then`/`else`, `$anchor`) implements `JsonSchema`
+/// by hand, and its schema is kept exactly as written.
 pub(crate) fn of<T: JsonSchema>() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| json!({}));
-    if let Value::Object(object) = &mut schema {
-        object.remove("$schema");
-    }
-    schema
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| json!({}))
 }
 
 /// An input schema: an object schema, as MCP requires.
@@ -28,8 +27,16 @@ pub(crate) fn input_of<T: JsonSchema>() -> Value {
     schema
 }
 
-/// `(name, description, required)` of each top-level property of an object schema.
-pub(crate) fn properties(schema: &Value) -> Vec<(String, Option<String>, bool)> {
+/// A top-level property of an object schema.
+pub(crate) struct Property {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub required: bool,
+}
+
+/// The top-level properties of an object schema, in the schema's order.
+pub(crate) fn properties(schema: &Value) -> Vec<Property> {
     let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     schema
         .get("properties")
@@ -38,8 +45,8 @@ pub(crate) fn properties(schema: &Value) -> Vec<(String, Option<String>, bool)> 
             props
                 .iter()
                 .map(|(name, prop)| {
-                    let description = prop.get("description").and_then(Value::as_str).map(str::to_owned);
-                    (name.clone(), description, required.contains(&name.as_str()))
+                    let text = |key: &str| prop.get(key).and_then(Value::as_str).map(str::to_owned);
+                    Property { name: name.clone(), title: text("title"), description: text("description"), required: required.contains(&name.as_str()) }
                 })
                 .collect()
         })

@@ -13,30 +13,35 @@ use syn::{FnArg, ItemFn, LitStr, ReturnType, parse_macro_input};
 /// description. A last parameter `cx: &paddock_sdk::Request` gives the request (and the input
 /// model). Options: `name = "..."`, `title = "..."`, `description = "..."`, `requires = "sampling,
 /// elicitation.url"` (client capabilities a call needs), `task = "optional"` or `task =
-/// "required"` (the call may, or must, run as a task the client polls), and the hints
-/// `read_only`, `destructive`, `idempotent`, `open_world`.
+/// "required"` (the call may, or must, run as a task the client polls), `icon = "https://..."`
+/// or `icon = CONST` (repeatable), `meta = r#"{...}"#` (a JSON object, checked when compiling),
+/// and the hints `read_only`, `destructive`, `idempotent`, `open_world`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Tool, attr, item)
 }
 
 /// Turns `fn name() -> R` into a resource with a fixed URI: `#[resource(uri = "...")]`, with
-/// optional `name`, `title`, `description` and `mime_type`.
+/// optional `name`, `title`, `description`, `mime_type`, `size = 1024`, `icon` (repeatable),
+/// `meta`, the annotations `audience = "user" | "assistant" | "user, assistant"` and `priority =
+/// 0.8`, and a cache hint for reads: `cache_ttl_ms = 60_000` with `cache_scope = "private"` (the
+/// default) or `"public"`. Without `cache_ttl_ms`, clients do not reuse a read.
 #[proc_macro_attribute]
 pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Resource, attr, item)
 }
 
 /// Turns `fn name(vars: paddock_sdk::UriVars) -> R` into a resource template:
-/// `#[resource_template(uri_template = "scheme://path/{var}")]`, with optional `name`, `title`,
-/// `description` and `mime_type`.
+/// `#[resource_template(uri_template = "scheme://path/{var}")]`, with the options of
+/// `#[resource]` except `size`.
 #[proc_macro_attribute]
 pub fn resource_template(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Template, attr, item)
 }
 
-/// Turns `fn name(args: T) -> R` into a prompt; the prompt's arguments are the fields of `T`.
-/// Options: `name`, `title`, `description`.
+/// Turns `fn name(args: T) -> R` into a prompt; the prompt's arguments are the fields of `T`
+/// (each with the `title` and `description` of its schema). Options: `name`, `title`,
+/// `description`, `icon` (repeatable), `meta`.
 #[proc_macro_attribute]
 pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Prompt, attr, item)
@@ -60,12 +65,22 @@ impl Kind {
         }
     }
 
+    /// Options whose value is a string literal.
     fn string_options(self) -> &'static [&'static str] {
         match self {
-            Kind::Tool => &["name", "title", "description", "requires", "task"],
-            Kind::Resource => &["uri", "name", "title", "description", "mime_type"],
-            Kind::Template => &["uri_template", "name", "title", "description", "mime_type"],
-            Kind::Prompt => &["name", "title", "description"],
+            Kind::Tool => &["name", "title", "description", "requires", "task", "meta"],
+            Kind::Resource => &["uri", "name", "title", "description", "mime_type", "meta", "audience", "cache_scope"],
+            Kind::Template => &["uri_template", "name", "title", "description", "mime_type", "meta", "audience", "cache_scope"],
+            Kind::Prompt => &["name", "title", "description", "meta"],
+        }
+    }
+
+    /// Options whose value is a number literal.
+    fn number_options(self) -> &'static [&'static str] {
+        match self {
+            Kind::Resource => &["size", "priority", "cache_ttl_ms"],
+            Kind::Template => &["priority", "cache_ttl_ms"],
+            _ => &[],
         }
     }
 
@@ -75,11 +90,21 @@ impl Kind {
             _ => &[],
         }
     }
+
+    fn known(self) -> String {
+        let mut known: Vec<&str> = self.string_options().to_vec();
+        known.extend(self.number_options());
+        known.push("icon");
+        known.extend(self.flags());
+        known.join(", ")
+    }
 }
 
 #[derive(Default)]
 struct Options {
     strings: Vec<(String, LitStr)>,
+    numbers: Vec<(String, syn::Lit)>,
+    icons: Vec<syn::Expr>,
     flags: Vec<String>,
 }
 
@@ -88,8 +113,16 @@ impl Options {
         self.strings.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    fn number(&self, key: &str) -> Option<&syn::Lit> {
+        self.numbers.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
     fn flag(&self, key: &str) -> bool {
         self.flags.iter().any(|f| f == key)
+    }
+
+    fn seen(&self, key: &str) -> bool {
+        self.string(key).is_some() || self.number(key).is_some() || self.flag(key)
     }
 }
 
@@ -99,18 +132,26 @@ fn expand(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
         let Some(ident) = meta.path.get_ident().map(ToString::to_string) else {
             return Err(meta.error("expected an option name"));
         };
+        if options.seen(&ident) {
+            return Err(meta.error(format!("`{ident}` is given twice")));
+        }
         if kind.string_options().contains(&ident.as_str()) {
-            let value: LitStr = meta.value()?.parse()?;
+            let value: LitStr = meta.value()?.parse().map_err(|e| syn::Error::new(e.span(), format!("`{ident}` takes a string literal")))?;
             options.strings.push((ident, value));
-            Ok(())
+        } else if kind.number_options().contains(&ident.as_str()) {
+            let value: syn::Lit = meta.value()?.parse()?;
+            if !matches!(value, syn::Lit::Int(_) | syn::Lit::Float(_)) {
+                return Err(syn::Error::new_spanned(value, format!("`{ident}` takes a number")));
+            }
+            options.numbers.push((ident, value));
+        } else if ident == "icon" {
+            options.icons.push(meta.value()?.parse()?);
         } else if kind.flags().contains(&ident.as_str()) {
             options.flags.push(ident);
-            Ok(())
         } else {
-            let mut known: Vec<&str> = kind.string_options().to_vec();
-            known.extend(kind.flags());
-            Err(meta.error(format!("unknown {} option `{ident}`; known options: {}", kind.attribute(), known.join(", "))))
+            return Err(meta.error(format!("unknown {} option `{ident}`; known options: {}", kind.attribute(), kind.known())));
         }
+        Ok(())
     });
     parse_macro_input!(attr with parser);
     let item_tokens: Tokens = item.clone().into();
@@ -127,6 +168,92 @@ fn expand(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
             let error = error.to_compile_error();
             quote!(#function #error).into()
         }
+    }
+}
+
+/// The icons as a `&'static [Icon]`; a string literal must be an `https:` or `data:` URI.
+fn icons(options: &Options) -> syn::Result<Tokens> {
+    let mut icons = Vec::new();
+    for icon in &options.icons {
+        match icon {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(src), .. }) => {
+                let value = src.value();
+                if !(value.starts_with("https://") || value.starts_with("data:")) {
+                    return Err(syn::Error::new_spanned(src, "an icon is an `https://` or `data:` URI; clients refuse any other source"));
+                }
+                icons.push(quote!(::paddock_sdk::Icon::new(#src)));
+            }
+            other => icons.push(quote!(#other)),
+        }
+    }
+    Ok(quote!({
+        const ICONS: &[::paddock_sdk::Icon] = &[#(#icons),*];
+        ICONS
+    }))
+}
+
+/// `meta = "..."`, which must be a JSON object.
+fn meta(options: &Options) -> syn::Result<Tokens> {
+    let Some(lit) = options.string("meta") else { return Ok(quote!(::core::option::Option::None)) };
+    match serde_json::from_str::<serde_json::Value>(&lit.value()) {
+        Ok(serde_json::Value::Object(_)) => Ok(quote!(::core::option::Option::Some(#lit))),
+        Ok(_) => Err(syn::Error::new_spanned(lit, "`meta` is a JSON object, such as r#\"{\"example.com/kind\": \"report\"}\"#")),
+        Err(e) => Err(syn::Error::new_spanned(lit, format!("`meta` is not valid JSON: {e}"))),
+    }
+}
+
+/// The annotations and cache hint of a resource or template.
+fn resource_extras(options: &Options) -> syn::Result<(Tokens, Tokens, Tokens)> {
+    let audience = match options.string("audience") {
+        None => quote!(::core::option::Option::None),
+        Some(lit) => {
+            let mut roles: Vec<String> = lit.value().split(',').map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect();
+            roles.sort();
+            roles.dedup();
+            let audience = match roles.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                ["user"] => quote!(User),
+                ["assistant"] => quote!(Assistant),
+                ["assistant", "user"] => quote!(Both),
+                _ => return Err(syn::Error::new_spanned(lit, "`audience` is \"user\", \"assistant\" or \"user, assistant\"")),
+            };
+            quote!(::core::option::Option::Some(::paddock_sdk::Audience::#audience))
+        }
+    };
+    let priority = match options.number("priority") {
+        None => quote!(::core::option::Option::None),
+        Some(lit) => {
+            let value = match lit {
+                syn::Lit::Float(f) => f.base10_parse::<f64>()?,
+                syn::Lit::Int(i) => i.base10_parse::<f64>()?,
+                _ => unreachable!("only numbers are kept"),
+            };
+            if !(0.0..=1.0).contains(&value) {
+                return Err(syn::Error::new_spanned(lit, "`priority` is from 0.0 (least important) to 1.0 (most important)"));
+            }
+            quote!(::core::option::Option::Some(#value))
+        }
+    };
+    let scope = options.string("cache_scope");
+    let cache = match (options.number("cache_ttl_ms"), scope) {
+        (None, None) => quote!(::core::option::Option::None),
+        (None, Some(scope)) => return Err(syn::Error::new_spanned(scope, "`cache_scope` needs `cache_ttl_ms`: how long a read may be reused")),
+        (Some(ttl), scope) => {
+            let ttl = integer(ttl, "cache_ttl_ms")?;
+            let constructor = match scope.map(LitStr::value).as_deref() {
+                None | Some("private") => quote!(private),
+                Some("public") => quote!(public),
+                Some(_) => return Err(syn::Error::new_spanned(scope, "`cache_scope` is \"private\" (only the same caller reuses a read) or \"public\"")),
+            };
+            quote!(::core::option::Option::Some(::paddock_sdk::CacheHint::#constructor(#ttl)))
+        }
+    };
+    Ok((audience, priority, cache))
+}
+
+fn integer(lit: &syn::Lit, key: &str) -> syn::Result<u64> {
+    match lit {
+        syn::Lit::Int(i) => i.base10_parse::<u64>(),
+        _ => Err(syn::Error::new_spanned(lit, format!("`{key}` is a whole number"))),
     }
 }
 
@@ -186,6 +313,8 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
         },
     };
     let mime = option_lit(options.string("mime_type"));
+    let icons = icons(options)?;
+    let meta_json = meta(options)?;
     let span = sig.ident.span();
     let def = match kind {
         Kind::Tool => {
@@ -202,7 +331,9 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
                     _ => return Err(syn::Error::new_spanned(lit, "`task` is \"optional\" (the call may run as a task) or \"required\" (only as a task)")),
                 },
             };
-            let meta = quote!(::paddock_sdk::__private::ToolMeta { name: #name, title: #title, description: #description, hints: #hints, requires: #requires, task: #task });
+            let meta = quote!(::paddock_sdk::__private::ToolMeta {
+                name: #name, title: #title, description: #description, hints: #hints, requires: #requires, task: #task, icons: #icons, meta: #meta_json,
+            });
             let constructor = match (arg_type, takes_request) {
                 (Some(ty), false) => quote!(::paddock_sdk::__private::ToolDef::new::<#ty, _>(#meta, super::#fn_name)),
                 (Some(ty), true) => quote!(::paddock_sdk::__private::ToolDef::with_request::<#ty, _>(#meta, super::#fn_name)),
@@ -211,30 +342,41 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
             };
             quote_spanned!(span=> pub(crate) fn __tool_def() -> ::paddock_sdk::__private::ToolDef { #constructor })
         }
-        Kind::Resource => {
-            let Some(uri) = options.string("uri") else {
-                return Err(syn::Error::new_spanned(&sig.ident, "#[resource] needs `uri = \"scheme://...\"`"));
+        Kind::Resource | Kind::Template => {
+            let (key, constructor) = match (kind, takes_request) {
+                (Kind::Resource, false) => ("uri", quote!(new)),
+                (Kind::Resource, true) => ("uri", quote!(with_request)),
+                (_, false) => ("uri_template", quote!(template)),
+                (_, true) => ("uri_template", quote!(template_with_request)),
             };
-            let constructor = if takes_request { quote!(with_request) } else { quote!(new) };
-            quote_spanned!(span=> pub(crate) fn __resource_def() -> ::paddock_sdk::__private::ResourceDef {
-                ::paddock_sdk::__private::ResourceDef::#constructor(#uri, #name, #title, #description, #mime, super::#fn_name)
-            })
-        }
-        Kind::Template => {
-            let Some(template) = options.string("uri_template") else {
-                return Err(syn::Error::new_spanned(&sig.ident, "#[resource_template] needs `uri_template = \"scheme://path/{var}\"`"));
+            let Some(uri) = options.string(key) else {
+                let example = if kind == Kind::Resource { "uri = \"scheme://...\"" } else { "uri_template = \"scheme://path/{var}\"" };
+                return Err(syn::Error::new_spanned(&sig.ident, format!("{} needs `{example}`", kind.attribute())));
             };
-            let constructor = if takes_request { quote!(with_request) } else { quote!(new) };
-            quote_spanned!(span=> pub(crate) fn __template_def() -> ::paddock_sdk::__private::TemplateDef {
-                ::paddock_sdk::__private::TemplateDef::#constructor(#template, #name, #title, #description, #mime, super::#fn_name)
+            let size = match options.number("size") {
+                Some(lit) => {
+                    let size = integer(lit, "size")?;
+                    quote!(::core::option::Option::Some(#size))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            let (audience, priority, cache) = resource_extras(options)?;
+            let meta = quote!(::paddock_sdk::__private::ResourceMeta {
+                uri: #uri, name: #name, title: #title, description: #description, mime_type: #mime, size: #size,
+                icons: #icons, audience: #audience, priority: #priority, meta: #meta_json, cache: #cache,
+            });
+            let def_fn = if kind == Kind::Resource { quote!(__resource_def) } else { quote!(__template_def) };
+            quote_spanned!(span=> pub(crate) fn #def_fn() -> ::paddock_sdk::__private::ResourceDef {
+                ::paddock_sdk::__private::ResourceDef::#constructor(#meta, super::#fn_name)
             })
         }
         Kind::Prompt => {
+            let meta = quote!(::paddock_sdk::__private::PromptMeta { name: #name, title: #title, description: #description, icons: #icons, meta: #meta_json });
             let constructor = match (arg_type, takes_request) {
-                (Some(ty), false) => quote!(::paddock_sdk::__private::PromptDef::new::<#ty, _>(#name, #title, #description, super::#fn_name)),
-                (Some(ty), true) => quote!(::paddock_sdk::__private::PromptDef::with_request::<#ty, _>(#name, #title, #description, super::#fn_name)),
-                (None, false) => quote!(::paddock_sdk::__private::PromptDef::without_arguments(#name, #title, #description, super::#fn_name)),
-                (None, true) => quote!(::paddock_sdk::__private::PromptDef::request_only(#name, #title, #description, super::#fn_name)),
+                (Some(ty), false) => quote!(::paddock_sdk::__private::PromptDef::new::<#ty, _>(#meta, super::#fn_name)),
+                (Some(ty), true) => quote!(::paddock_sdk::__private::PromptDef::with_request::<#ty, _>(#meta, super::#fn_name)),
+                (None, false) => quote!(::paddock_sdk::__private::PromptDef::without_arguments(#meta, super::#fn_name)),
+                (None, true) => quote!(::paddock_sdk::__private::PromptDef::request_only(#meta, super::#fn_name)),
             };
             quote_spanned!(span=> pub(crate) fn __prompt_def() -> ::paddock_sdk::__private::PromptDef { #constructor })
         }

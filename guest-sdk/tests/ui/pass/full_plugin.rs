@@ -1,8 +1,8 @@
 //! Every kind of registration, as a plugin author writes it.
 
 use paddock_sdk::{
-    Content, Elicited, Json, PromptMessage, Request, Requests, Sampling, UriVars, export_plugin, prompt, resource, resource_template,
-    sampled_text, tool,
+    Annotations, Audience, CacheHint, Completing, Content, Elicited, Icon, Json, PromptMessage, Request, Requests, Sampling, Theme,
+    ToolResult, UriVars, export_plugin, prompt, resource, resource_template, sampled_text, tool,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,8 +18,10 @@ struct Out {
     len: usize,
 }
 
+const GEAR: Icon = Icon::new("https://example.com/gear.svg").sizes(&["any"]).theme(Theme::Light);
+
 /// Echoes.
-#[tool(read_only, idempotent)]
+#[tool(read_only, idempotent, icon = GEAR, icon = "data:image/png;base64,iVBORw0KGgo=", meta = r#"{"example.com/kind": "echo"}"#)]
 fn echo(args: Args) -> String {
     args.text
 }
@@ -32,7 +34,13 @@ fn length(args: Args) -> Result<Json<Out>, String> {
 
 #[tool]
 fn picture() -> Vec<Content> {
-    vec![Content::text("a pixel"), Content::image(vec![0u8; 4], "image/png")]
+    vec![Content::text("a pixel").annotate(Annotations::for_audience(Audience::User)), Content::image(vec![0u8; 4], "image/png")]
+}
+
+/// Spells its result out.
+#[tool]
+fn spelled() -> ToolResult {
+    ToolResult::new(vec![Content::text("done").meta(serde_json::json!({"k": 1}))]).meta(serde_json::json!({"cost": 1}))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -96,30 +104,41 @@ fn welcome(cx: &Request) -> paddock_sdk::Result<Vec<PromptMessage>> {
     Ok(vec![PromptMessage::user(format!("Welcome {}", user.name))])
 }
 
-#[resource(uri = "demo://about", mime_type = "text/plain")]
+#[resource(uri = "demo://about", mime_type = "text/plain", size = 5, audience = "user, assistant", priority = 0.9, cache_ttl_ms = 60_000, cache_scope = "public", icon = GEAR)]
 fn about() -> &'static str {
     "about"
 }
 
-#[resource_template(uri_template = "demo://items/{id}")]
+#[resource_template(uri_template = "demo://items/{id}", audience = "assistant", cache_ttl_ms = 1000, meta = "{}")]
 fn item(vars: UriVars) -> Result<String, String> {
     vars.get("id").map(str::to_owned).ok_or_else(|| "no id".to_owned())
 }
 
-#[prompt]
+#[prompt(title = "Review", icon = GEAR, meta = r#"{"p": true}"#)]
 fn review(args: Args) -> Vec<PromptMessage> {
     vec![PromptMessage::user(args.text)]
+}
+
+fn complete(c: &Completing) -> Vec<String> {
+    match c.chosen("text") {
+        Some(text) => vec![format!("{text}{}", c.value)],
+        None => Vec::new(),
+    }
 }
 
 export_plugin! {
     name: "demo",
     version: "1.0.0",
     description: "All registrations",
+    website_url: "https://example.com/demo",
+    icons: [GEAR, Icon::new("https://example.com/demo.png")],
     requests: Requests::new().env("HOME"),
-    tools: [echo, length, picture, greet, summarize, purge, crunch],
+    list_cache: CacheHint::public(300_000),
+    tools: [echo, length, picture, spelled, greet, summarize, purge, crunch],
     resources: [about, whoami],
     resource_templates: [item, root],
     prompts: [review, welcome],
+    completion: complete,
 }
 
 fn main() {}
