@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::bindings::exports::paddock::plugin::tools::{CallOutcome, CallResult};
 use crate::bindings::paddock::plugin::types::{
-    ContentBlock, EmbeddedResource, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
+    ContentBlock, Error as WitError, EmbeddedResource, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
 };
 use crate::describe::Annotations;
 use crate::request::{Error, Halt, Request};
@@ -207,12 +207,13 @@ pub trait IntoToolResult {
     /// The WIT result.
     fn into_call_result(self) -> CallResult;
 
-    /// The WIT outcome: the result, or (for an [`Error`] that needs input) the questions.
-    fn into_outcome(self, _request: &Request) -> CallOutcome
+    /// The WIT outcome: the result, or (for an [`Error`] that needs input) the questions, or
+    /// (for [`Error::invalid_params`]) a refusal of the request.
+    fn into_outcome(self, _request: &Request) -> Result<CallOutcome, WitError>
     where
         Self: Sized,
     {
-        CallOutcome::Complete(self.into_call_result())
+        Ok(CallOutcome::Complete(self.into_call_result()))
     }
 }
 
@@ -278,15 +279,16 @@ impl<R: IntoToolResult> IntoToolResult for std::result::Result<R, Error> {
     fn into_call_result(self) -> CallResult {
         match self {
             Ok(value) => value.into_call_result(),
-            Err(Error(Halt::Failed(message))) => call_result(vec![Content::text(message)], None, true),
+            Err(Error(Halt::Failed(message) | Halt::InvalidParams(message))) => call_result(vec![Content::text(message)], None, true),
             Err(Error(Halt::NeedsInput)) => call_result(vec![Content::text("this tool needs input the client was not asked for")], None, true),
         }
     }
 
-    fn into_outcome(self, request: &Request) -> CallOutcome {
+    fn into_outcome(self, request: &Request) -> Result<CallOutcome, WitError> {
         match self {
-            Err(Error(Halt::NeedsInput)) => CallOutcome::InputRequired(request.input_required()),
-            other => CallOutcome::Complete(other.into_call_result()),
+            Err(Error(Halt::NeedsInput)) => Ok(CallOutcome::InputRequired(request.input_required())),
+            Err(Error(Halt::InvalidParams(message))) => Err(WitError::InvalidParams(message)),
+            other => Ok(CallOutcome::Complete(other.into_call_result())),
         }
     }
 }

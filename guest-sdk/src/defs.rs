@@ -62,7 +62,7 @@ pub enum TaskMode {
     Required,
 }
 
-type ToolCall = Box<dyn Fn(&str, &Request) -> CallOutcome>;
+type ToolCall = Box<dyn Fn(&str, &Request) -> Result<CallOutcome, wit::Error>>;
 
 /// A registered tool.
 pub struct ToolDef {
@@ -95,7 +95,7 @@ impl ToolDef {
             output_schema: R::output_schema,
             call: Box::new(move |arguments, request| match serde_json::from_str::<A>(arguments) {
                 Ok(args) => f(args, request).into_outcome(request),
-                Err(err) => CallOutcome::Complete(invalid_arguments(name, &err)),
+                Err(err) => Ok(CallOutcome::Complete(invalid_arguments(name, &err))),
             }),
         }
     }
@@ -115,7 +115,7 @@ impl ToolDef {
         }
     }
 
-    pub(crate) fn call(&self, arguments: &str, request: &Request) -> CallOutcome {
+    pub(crate) fn call(&self, arguments: &str, request: &Request) -> Result<CallOutcome, wit::Error> {
         (self.call)(arguments, request)
     }
 

@@ -11,7 +11,7 @@ use crate::bindings::paddock::plugin::context::RequestContext;
 use crate::bindings::paddock::plugin::types::{Error as WitError, ResourceBody, ResourceContents};
 use crate::defs::{PromptDef, PromptFailure, ResourceDef, ToolDef};
 use crate::describe::{self, CacheHint, Icon};
-use crate::request::{Error, Halt, Request};
+use crate::request::{Error, Request};
 use crate::uri::match_template;
 
 /// The capabilities a plugin asks its operator for; shown by `paddock inspect`.
@@ -167,7 +167,7 @@ impl Registry {
 
     pub fn call_tool(&self, context: RequestContext, name: &str, arguments: &str) -> Result<CallOutcome, WitError> {
         let tool = self.tools.iter().find(|t| t.meta.name == name).ok_or_else(|| WitError::NotFound(format!("tool `{name}`")))?;
-        Ok(tool.call(arguments, &Request::new(context)))
+        tool.call(arguments, &Request::new(context))
     }
 
     pub fn list_resources(&self) -> resources::ResourceList {
@@ -190,8 +190,10 @@ impl Registry {
         };
         match def.read(vars, &request) {
             Ok(body) => Ok(ReadOutcome::Complete(read_result(uri, def, body))),
-            Err(Error(Halt::Failed(message))) => Err(WitError::Failed(message)),
-            Err(Error(Halt::NeedsInput)) => Ok(ReadOutcome::InputRequired(request.input_required())),
+            Err(Error(halt)) => match halt.into_wit() {
+                Some(error) => Err(error),
+                None => Ok(ReadOutcome::InputRequired(request.input_required())),
+            },
         }
     }
 
@@ -205,8 +207,10 @@ impl Registry {
         match prompt.get(arguments, &request) {
             Ok(result) => Ok(PromptOutcome::Complete(result)),
             Err(PromptFailure::InvalidArguments(why)) => Err(WitError::InvalidParams(why)),
-            Err(PromptFailure::Halted(Error(Halt::Failed(message)))) => Err(WitError::Failed(message)),
-            Err(PromptFailure::Halted(Error(Halt::NeedsInput))) => Ok(PromptOutcome::InputRequired(request.input_required())),
+            Err(PromptFailure::Halted(Error(halt))) => match halt.into_wit() {
+                Some(error) => Err(error),
+                None => Ok(PromptOutcome::InputRequired(request.input_required())),
+            },
         }
     }
 

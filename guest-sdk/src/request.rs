@@ -32,7 +32,7 @@ use crate::bindings::paddock::plugin::input::{
     ElicitationAction, FormElicitation, InputRequest, InputRequestKind, InputRequired, InputResponseKind, SamplingContent,
     SamplingMessage, SamplingRequest, UrlElicitation,
 };
-use crate::bindings::paddock::plugin::types::{Role, TextContent};
+use crate::bindings::paddock::plugin::types::{Error as WitError, Role, TextContent};
 use crate::schema;
 
 pub use crate::bindings::paddock::plugin::input::{ModelHint, ModelPreferences, Root, SamplingResult};
@@ -45,7 +45,19 @@ pub struct Error(pub(crate) Halt);
 #[derive(Debug)]
 pub(crate) enum Halt {
     Failed(String),
+    InvalidParams(String),
     NeedsInput,
+}
+
+impl Halt {
+    /// The WIT error of a handler that did not finish, unless it needs input.
+    pub(crate) fn into_wit(self) -> Option<WitError> {
+        match self {
+            Halt::Failed(message) => Some(WitError::Failed(message)),
+            Halt::InvalidParams(message) => Some(WitError::InvalidParams(message)),
+            Halt::NeedsInput => None,
+        }
+    }
 }
 
 /// A `Result` whose error is an [`Error`].
@@ -71,6 +83,13 @@ impl Error {
     /// A failure with this message.
     pub fn failed(message: impl Into<String>) -> Error {
         Error(Halt::Failed(message.into()))
+    }
+
+    /// Refuses the request itself: the client gets a JSON-RPC error (-32602) rather than a
+    /// result. For a tool, prefer an error result (`Err` of any other kind), which the model
+    /// reads and can act on; refuse only what no retry by the model could fix.
+    pub fn invalid_params(message: impl Into<String>) -> Error {
+        Error(Halt::InvalidParams(message.into()))
     }
 }
 

@@ -78,7 +78,15 @@ fn registry() -> Registry {
     r.tool(ToolDef::request_only(meta("greet", false, None), greet));
     r.tool(ToolDef::request_only(meta("three", false, None), three));
     r.tool(ToolDef::request_only(ToolMeta { task: TaskMode::Required, ..meta("purge", false, None) }, purge));
+    r.tool(ToolDef::new::<Echo, _>(meta("strict", false, None), strict));
     r
+}
+
+fn strict(args: Echo) -> crate::Result<String> {
+    if args.text.contains('/') {
+        return Err(crate::Error::invalid_params("no paths here"));
+    }
+    Ok(args.text)
 }
 
 fn purge(cx: &Request) -> crate::Result<String> {
@@ -133,6 +141,9 @@ fn arguments_are_parsed_and_errors_become_error_results() {
     assert!(invalid.is_error);
     assert!(text_of(&invalid).contains("missing field `text`"), "{}", text_of(&invalid));
     assert!(matches!(r.call_tool(context(vec![]), "nope", "{}"), Err(WitError::NotFound(_))));
+    let refused = r.call_tool(context(vec![]), "strict", r#"{"text":"a/b"}"#);
+    assert!(matches!(refused, Err(WitError::InvalidParams(ref why)) if why == "no paths here"), "a refusal is a protocol error: {refused:?}");
+    assert_eq!(text_of(&call(&r, "strict", r#"{"text":"ab"}"#)), "ab");
 }
 
 #[test]

@@ -365,6 +365,8 @@ impl Session {
                 Err(RouteError::Plugin { plugin, error }) => match error {
                     PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),
                     PluginError::InvalidInputResponse(why) => Err(ErrorObject::new(INVALID_PARAMS, why)),
+                    // The plugin refused the request itself; every other failure is a result the model reads.
+                    PluginError::InvalidParams(why) => Err(ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}"))),
                     other => {
                         tracing::warn!(%plugin, tool = %crate::escape::Escaped(name), error = %crate::escape::Escaped(&other.to_string()), "tool call failed");
                         Ok((plugin, Outcome::Complete(Finished { result: to_json(&CallToolResult::error(other.to_string()))?, cache: None })))

@@ -106,7 +106,7 @@ impl FakePlugin {
         let catalog = Catalog {
             tools: [
                 "echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood", "ask_name", "ask_three", "two_rounds",
-                "needs_sampling", "ask_forever", "structured_array", "announce",
+                "needs_sampling", "ask_forever", "structured_array", "announce", "refuse", "fail",
                 "background", "confirm", "task_error", "only_task", "greet_task",
             ]
             .into_iter()
@@ -234,7 +234,7 @@ impl Plugin for FakePlugin {
                 }
                 "task_error" => {
                     tokio::time::sleep(Duration::from_millis(400)).await;
-                    return Err(PluginError::NotFound("the job vanished".into()));
+                    return Err(PluginError::InvalidParams("the job cannot run".into()));
                 }
                 "only_task" => return Ok(Outcome::Complete(text_result("only as a task"))),
                 "greet_task" => {
@@ -279,6 +279,8 @@ impl Plugin for FakePlugin {
                     Ok(CallToolResult { content: vec![ContentBlock::text(args["text"].as_str().unwrap_or_default())], structured_content: None, is_error: false, meta: None })
                 }
                 "trap" => Err(PluginError::Trap("wasm trap: unreachable".into())),
+                "refuse" => Err(PluginError::InvalidParams("no paths here".into())),
+                "fail" => Err(PluginError::Failed("the disk is full".into())),
                 "slow" => {
                     // Runs until cancelled (or far longer than any test waits).
                     for _ in 0..1000 {
@@ -578,8 +580,8 @@ async fn lists_are_sorted_and_paged_with_cursors() {
         names,
         [
             "fake_announce", "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_background", "fake_confirm", "fake_echo", "fake_events",
-            "fake_flood", "fake_gate", "fake_greet_task", "fake_missing", "fake_needs_sampling", "fake_obedient", "fake_only_task", "fake_panic",
-            "fake_slow", "fake_structured_array", "fake_task_error", "fake_trap", "fake_two_rounds"
+            "fake_fail", "fake_flood", "fake_gate", "fake_greet_task", "fake_missing", "fake_needs_sampling", "fake_obedient", "fake_only_task",
+            "fake_panic", "fake_refuse", "fake_slow", "fake_structured_array", "fake_task_error", "fake_trap", "fake_two_rounds"
         ]
     );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
@@ -606,6 +608,13 @@ async fn tool_calls_map_every_outcome() {
     assert_eq!(bad_args["error"]["code"], -32602);
     let no_name = h.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{}}"#).await;
     assert_eq!(no_name["error"]["code"], -32602);
+    let failed = h.ask(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_fail"}}"#).await;
+    assert_eq!((&failed["result"]["isError"], &failed["result"]["content"][0]["text"]), (&json!(true), &json!("the disk is full")), "a failure is for the model: {failed}");
+    let refused = h.ask(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fake_refuse"}}"#).await;
+    assert_eq!(refused["error"], json!({"code": -32602, "message": "invalid params: no paths here"}), "a refusal is for the client: {refused}");
+    let mut stateless = Harness::new();
+    let refused = stateless.ask(&modern(9, "tools/call", r#""name":"fake_refuse""#)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
 
 #[tokio::test]
