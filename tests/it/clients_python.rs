@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use paddock_tests::{PluginDir, WAIT, fixture_wasm, paddock_bin, repo_root, sample_wasm, test_cache_dir};
+use paddock_tests::{PluginDir, WAIT, conformance_plugins, fixture_wasm, paddock_bin, repo_root, sample_wasm, test_cache_dir};
 
 /// The venv interpreter with `mcp` installed (`scripts/test` creates it and sets this variable).
 fn python() -> Option<String> {
@@ -74,5 +74,24 @@ async fn python_client_answers_an_input_request_in_both_eras() {
         let expected_version = if mode == "legacy" { "2025-11-25" } else { "2026-07-28" };
         assert_eq!(summary["context"]["protocolVersion"], expected_version, "{summary}");
         assert_eq!(summary["context"]["stateless"], mode != "legacy", "{summary}");
+    }
+}
+
+#[tokio::test]
+async fn python_client_answers_sampling_elicitation_and_roots_and_hears_changes_in_both_eras() {
+    let plugins = conformance_plugins();
+    for mode in ["legacy", "2026-07-28"] {
+        let summary = run_python_script("e2e_conformance.py", &plugins, mode).await;
+        if summary.is_null() {
+            return;
+        }
+        assert_eq!(summary["sampled"], "LLM response: Hello there!", "{mode}");
+        assert_eq!(summary["everything"], "Name: Ada; Greeting: Hello there!; Roots: 1", "{mode}: three questions in one round");
+        let expected_changes = if mode == "legacy" {
+            serde_json::json!(["notifications/resources/updated", "notifications/tools/list_changed"])
+        } else {
+            serde_json::json!(["resource_updated", "tools_list_changed"])
+        };
+        assert_eq!(summary["changes"], expected_changes, "{mode}");
     }
 }

@@ -1,9 +1,14 @@
 //! Drives `paddock serve` with the official Rust SDK client (`rmcp` 3.9) in both protocol eras.
 
-use paddock_tests::{PluginDir, WAIT, paddock_bin, sample_wasm, test_cache_dir};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ProtocolVersion, ReadResourceRequestParams};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use std::sync::{Arc, Mutex};
+
+use paddock_tests::{PluginDir, WAIT, conformance_plugins, paddock_bin, sample_wasm, test_cache_dir};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    GetPromptRequestParams, Implementation, ProtocolVersion, ReadResourceRequestParams,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
@@ -50,5 +55,49 @@ async fn rmcp_client_2026_07_28_stateless() {
         tokio::time::timeout(WAIT, ().serve_with_lifecycle(transport(&plugins), lifecycle)).await.expect("in time").expect("discover");
     assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2026_07_28);
     tokio::time::timeout(WAIT, exercise(&client)).await.expect("in time");
+    client.cancel().await.expect("close");
+}
+
+/// A client that answers every form with the name Ada, and remembers what it was asked.
+#[derive(Clone, Default)]
+struct AnswersForms {
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for AnswersForms {
+    async fn create_elicitation(&self, request: ElicitRequestParams, _: RequestContext<RoleClient>) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.asked.lock().expect("lock").push(message);
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ada"})))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::builder().enable_elicitation().build(), Implementation::new("paddock-e2e-rmcp", "1.0.0"))
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_completes_an_input_required_round_trip_in_2026_07_28() {
+    let plugins = conformance_plugins();
+    let handler = AnswersForms::default();
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client =
+        tokio::time::timeout(WAIT, handler.clone().serve_with_lifecycle(transport(&plugins), lifecycle)).await.expect("in time").expect("discover");
+    assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2026_07_28);
+
+    // One round by hand: the server answers `input_required` with the plugin's own key and a sealed state.
+    let params = CallToolRequestParams::new("test_input_required_result_elicitation");
+    let first = tokio::time::timeout(WAIT, client.call_tool_once(params.clone())).await.expect("in time").expect("tools/call");
+    let CallToolResponse::InputRequired(round) = first else { panic!("the first call asks for input: {first:?}") };
+    let requests = round.input_requests.as_ref().expect("input requests");
+    assert!(requests.contains_key("user_name"), "{requests:?}");
+    assert!(round.request_state.as_deref().is_some_and(|s| !s.is_empty()), "a sealed state: {round:?}");
+
+    // The client's own driver answers it through the handler and retries.
+    let done = tokio::time::timeout(WAIT, client.call_tool(params)).await.expect("in time").expect("tools/call with the answer");
+    assert_eq!(done.content[0].as_text().expect("text").text, "Hello, Ada!");
+    assert_eq!(*handler.asked.lock().expect("lock"), ["What is your name?"]);
     client.cancel().await.expect("close");
 }

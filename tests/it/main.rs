@@ -3,6 +3,7 @@
 mod catalogs; // hostile catalogs, results and resource templates next to a good plugin
 mod clients_python; // the official Python SDK client (`mcp` 2.3.0) in both eras
 mod clients_rmcp; // the official Rust SDK client (`rmcp` 3.9) in both eras
+mod clients_ts; // the official TypeScript SDK client (1.32.2, on Node 22) in a legacy session
 mod cli; // the command line: inspect, call, errors and exit codes
 mod grants; // sample plugins against their grants: files, network, env
 mod loading; // broken, wrong-world and badly granted plugins next to good ones

@@ -45,6 +45,12 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
     path
 }
 
+/// A folder serving the conformance plugin (`tests/plugins/conformance`) under the suite's own
+/// names: no prefix.
+pub fn conformance_plugins() -> PluginDir {
+    PluginDir::new().add("conformance", &fixture_wasm("conformance")).write("paddock.toml", "[plugins.conformance]\nexpose = { prefix = \"\" }\n")
+}
+
 /// A shared compiled-component cache for tests, so each plugin compiles once per run.
 pub fn test_cache_dir() -> PathBuf {
     let dir = repo_root().join("target/paddock-test-cache");

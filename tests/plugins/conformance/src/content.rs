@@ -118,6 +118,13 @@ pub(crate) fn test_trigger_prompt_change() -> &'static str {
     "Mutation triggered"
 }
 
+/// Announces that `test://watched-resource` changed, for the clients subscribed to it.
+#[tool]
+pub(crate) fn test_trigger_resource_update() -> &'static str {
+    host::notify_resource_updated("test://watched-resource");
+    "Update announced"
+}
+
 /// Contact details, in JSON Schema 2020-12 keywords no derive writes.
 #[derive(Deserialize)]
 #[serde(transparent)]
