@@ -23,6 +23,19 @@ fn task_request(id: u32, method: &str, task: &Value) -> String {
 }
 
 impl Harness {
+    /// Sends `line` and returns the reply with its id, passing over notifications.
+    async fn reply_to(&mut self, line: &str) -> Value {
+        let id: Value = serde_json::from_str::<Value>(line).expect("a request")["id"].clone();
+        self.send(line).await;
+        loop {
+            let frame = self.recv().await;
+            if frame["id"] == id {
+                return frame;
+            }
+            assert!(frame.get("method").is_some(), "an unexpected reply while waiting for {id}: {frame}");
+        }
+    }
+
     /// Polls `tasks/get` until the task leaves `working`/`input_required` as `until` says.
     async fn poll_until(&mut self, task: &Value, until: &str) -> Value {
         for id in 1000.. {
@@ -247,4 +260,58 @@ async fn a_legacy_task_waits_in_input_required_while_the_session_asks_its_client
             break;
         }
     }
+}
+
+#[tokio::test]
+async fn a_finished_task_answers_every_time_until_its_time_to_live_ends() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake_background","arguments":{"ms":0},"task":{"ttl":1000}}}"#;
+    let created = h.reply_to(call).await["result"].clone();
+    assert_eq!(created["task"]["ttl"], 1000, "{created}");
+    let id = created["task"]["taskId"].clone();
+    let result = |reply: &Value| reply["result"]["content"][0]["text"].clone();
+
+    // The result is kept, not handed over once: asking again gets the same answer.
+    let first = h.reply_to(&legacy(2, "tasks/result", &format!(r#"{{"taskId":{id}}}"#))).await;
+    let again = h.reply_to(&legacy(3, "tasks/result", &format!(r#"{{"taskId":{id}}}"#))).await;
+    assert_eq!(result(&first), "background work done", "{first}");
+    assert_eq!(result(&again), result(&first), "{again}");
+    assert_eq!(h.reply_to(&legacy(4, "tasks/get", &format!(r#"{{"taskId":{id}}}"#))).await["result"]["status"], "completed");
+
+    // Once its time to live has passed, the id means nothing: the task and its result are freed.
+    let expires = std::time::Instant::now() + Duration::from_millis(1000);
+    let mut id_n = 10;
+    let gone = loop {
+        let reply = h.reply_to(&legacy(id_n, "tasks/result", &format!(r#"{{"taskId":{id}}}"#))).await;
+        if reply.get("error").is_some() {
+            break reply;
+        }
+        assert!(std::time::Instant::now() < expires + Duration::from_secs(5), "the task outlived its time to live: {reply}");
+        id_n += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(std::time::Instant::now() >= expires - Duration::from_millis(100), "freed only once its time to live ended");
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    let got = h.reply_to(&legacy(id_n + 1, "tasks/get", &format!(r#"{{"taskId":{id}}}"#))).await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert_eq!(h.reply_to(&legacy(id_n + 2, "tasks/list", "{}")).await["result"]["tasks"], json!([]), "no longer listed");
+}
+
+#[tokio::test]
+async fn an_extension_task_keeps_its_result_and_the_same_call_again_is_a_new_task() {
+    let mut h = Harness::new();
+    let caps = r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+    let created = h.ask(&call(1, caps, "fake_only_task", "{}")).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].clone();
+    let done = h.poll_until(&id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "only as a task");
+    // The same request again is a new task with a new id; the finished one is still there.
+    let second = h.ask(&call(2, caps, "fake_only_task", "{}")).await["result"].clone();
+    assert_ne!(second["taskId"], id, "every call gets its own task");
+    assert_eq!(h.ask(&task_request(3, "tasks/get", &id)).await["result"]["status"], "completed");
+    // A made-up or altered id is refused like an expired one.
+    let altered = json!(format!("{}0", id.as_str().expect("an id")));
+    assert_eq!(h.ask(&task_request(4, "tasks/get", &altered)).await["error"]["code"], -32602);
 }
