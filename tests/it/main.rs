@@ -6,6 +6,7 @@ mod clients_rmcp; // the official Rust SDK client (`rmcp` 3.9) in both eras
 mod clients_ts; // the official TypeScript SDK client (1.32.2, on Node 22) in a legacy session
 mod cli; // the command line: inspect, call, errors and exit codes
 mod confirmations; // the files sample asking its user before it replaces or deletes a file
+mod conformance; // the conformance plugin lists every fixture the suite names, under its own names
 mod grants; // sample plugins against their grants: files, network, env
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors

@@ -118,6 +118,32 @@ pub(crate) fn test_trigger_prompt_change() -> &'static str {
     "Mutation triggered"
 }
 
+/// A region that the client also sends as the `Mcp-Param-Region` header (SEP-2243).
+#[derive(Deserialize)]
+pub(crate) struct Region {
+    region: String,
+}
+
+impl JsonSchema for Region {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Region".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {"region": {"type": "string", "description": "Where to run.", "x-mcp-header": "Region"}},
+            "required": ["region"]
+        })
+    }
+}
+
+/// Echoes a parameter that travels in a header too.
+#[tool]
+pub(crate) fn test_header_param(args: Region) -> String {
+    format!("Region: {}", args.region)
+}
+
 /// Announces that `test://watched-resource` changed, for the clients subscribed to it.
 #[tool]
 pub(crate) fn test_trigger_resource_update() -> &'static str {

@@ -37,6 +37,7 @@ export_plugin! {
         test_simple_text, test_image_content, test_audio_content, test_embedded_resource, test_multiple_content_types,
         test_error_handling, test_tool_with_progress, test_tool_with_logging, test_reconnection, json_schema_2020_12_tool,
         test_streaming_elicitation, test_logging_tool, test_trigger_tool_change, test_trigger_prompt_change, test_trigger_resource_update,
+        test_header_param,
         test_sampling, test_elicitation, test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums, test_missing_capability,
         test_input_required_result_elicitation, test_input_required_result_sampling, test_input_required_result_list_roots,
         test_input_required_result_request_state, test_input_required_result_multiple_inputs, test_input_required_result_multi_round,
