@@ -4,16 +4,9 @@ use std::process::Stdio;
 
 use paddock_tests::{PluginDir, WAIT, conformance_plugins, fixture_wasm, paddock_bin, repo_root, sample_wasm, test_cache_dir};
 
-/// The venv interpreter with `mcp` installed (`scripts/test` creates it and sets this variable).
+/// The venv interpreter with `mcp` installed.
 fn python() -> Option<String> {
-    match std::env::var("PADDOCK_TEST_PYTHON") {
-        Ok(python) => Some(python),
-        Err(_) if std::env::var_os("CI").is_some() => panic!("PADDOCK_TEST_PYTHON must be set in CI (scripts/test sets it)"),
-        Err(_) => {
-            eprintln!("skipped: PADDOCK_TEST_PYTHON is not set; run scripts/test to install the Python client");
-            None
-        }
-    }
+    paddock_tests::installed_client("PADDOCK_TEST_PYTHON", "the Python client")
 }
 
 async fn run_python_client(mode: &str) -> serde_json::Value {

@@ -5,17 +5,9 @@ use std::process::Stdio;
 
 use paddock_tests::{WAIT, conformance_plugins, paddock_bin, repo_root, test_cache_dir};
 
-/// The Node binary with the pinned packages of `tests/clients/ts` next to it (`scripts/test`
-/// installs them and sets this variable).
+/// The Node binary with the pinned packages of `tests/clients/ts` next to it.
 fn node() -> Option<String> {
-    match std::env::var("PADDOCK_TEST_NODE") {
-        Ok(node) => Some(node),
-        Err(_) if std::env::var_os("CI").is_some() => panic!("PADDOCK_TEST_NODE must be set in CI (scripts/test sets it)"),
-        Err(_) => {
-            eprintln!("skipped: PADDOCK_TEST_NODE is not set; run scripts/test to install the Node clients");
-            None
-        }
-    }
+    paddock_tests::installed_client("PADDOCK_TEST_NODE", "the Node clients")
 }
 
 #[tokio::test]

@@ -31,6 +31,20 @@ pub fn paddock_bin() -> PathBuf {
     bin
 }
 
+/// An installed client runtime named by the environment variable `var` (`scripts/test` installs
+/// each and sets its variable). Missing under `CI=true` is a failure; elsewhere the test is
+/// skipped with a note naming `what` is missing.
+pub fn installed_client(var: &str, what: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(path) => Some(path),
+        Err(_) if std::env::var_os("CI").is_some() => panic!("{var} must be set in CI (scripts/test sets it)"),
+        Err(_) => {
+            eprintln!("skipped: {var} is not set; run scripts/test to install {what}");
+            None
+        }
+    }
+}
+
 /// A sample plugin component from `sample-plugins/` (`text`, `files`, `fetch`).
 pub fn sample_wasm(name: &str) -> PathBuf {
     let path = repo_root().join("sample-plugins/target/wasm32-wasip2/release").join(format!("{name}.wasm"));
