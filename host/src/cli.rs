@@ -39,7 +39,8 @@ const LOG_QUEUE_LINES: usize = 16_384;
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve every plugin in a folder over stdio (newline-delimited JSON-RPC on stdin/stdout).
+    /// Serve every plugin in a folder over stdio (newline-delimited JSON-RPC on stdin/stdout),
+    /// or with --http over Streamable HTTP, HTTP+SSE and WebSocket.
     Serve {
         /// Folder of `*.wasm` plugins (and their optional `<plugin>.toml` grants).
         #[arg(default_value = "plugins")]
@@ -48,6 +49,8 @@ enum Command {
         /// share it complete each other's input rounds. Without it a key is drawn at start.
         #[arg(long, value_name = "FILE")]
         state_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        http: HttpArgs,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -78,6 +81,54 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+}
+
+/// The HTTP listener's options.
+#[derive(Debug, clap::Args)]
+struct HttpArgs {
+    /// Serve over HTTP instead of stdio, on this address (default 127.0.0.1:8080): `/mcp`
+    /// (Streamable HTTP), `/sse` (HTTP+SSE), `/ws` (WebSocket), `/healthz`, `/readyz`.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
+    http: Option<std::net::SocketAddr>,
+    /// File whose first line is the bearer token every request must carry (required to listen on
+    /// a non-loopback address). The token may instead be given in PADDOCK_HTTP_TOKEN.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// A `Host` to accept besides loopback names (repeatable): the name clients use to reach
+    /// this server, e.g. `mcp.example.com` or `mcp.example.com:8443`.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    allow_host: Vec<String>,
+    /// A browser `Origin` to accept besides loopback ones (repeatable), e.g. `https://app.example.com`.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// Legacy sessions (Streamable HTTP and HTTP+SSE) held at once.
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+    max_sessions: usize,
+    /// Connections open at once.
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+    max_connections: usize,
+    /// A legacy session unused for this long ends (e.g. 30m, 90s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration, requires = "http")]
+    session_idle: std::time::Duration,
+    /// How long in-flight calls may run on after SIGTERM or SIGINT.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, requires = "http")]
+    shutdown_grace: std::time::Duration,
+}
+
+/// A duration such as `500ms`, `90s`, `30m` or `2h` (a bare number is seconds).
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration (e.g. 500ms, 90s, 30m, 2h)"))?;
+    let millis = match unit.trim() {
+        "ms" => number,
+        "" | "s" => number.saturating_mul(1000),
+        "m" => number.saturating_mul(60_000),
+        "h" => number.saturating_mul(3_600_000),
+        other => return Err(format!("unknown unit `{other}` (use ms, s, m or h)")),
+    };
+    Ok(std::time::Duration::from_millis(millis))
 }
 
 #[derive(Debug, clap::Args)]
@@ -146,7 +197,10 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, common } => serve(&plugins_dir, state_key_file.as_deref(), &common).await,
+        Command::Serve { plugins_dir, state_key_file, http, common } => match http.http {
+            Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common).await,
+            None => serve(&plugins_dir, state_key_file.as_deref(), &common).await,
+        },
         Command::Inspect { file, common } => inspect(&file, &common).await,
         Command::Check { plugins_dir, common } => check(&plugins_dir, &common).await,
         Command::Call { plugins_dir, tool, args, common } => call(&plugins_dir, &tool, &args, &common).await,
@@ -192,6 +246,64 @@ async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
 }
 
 async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs) -> Result<ExitCode> {
+    let server = load_server(plugins_dir, state_key_file, common, "stdio").await?;
+    crate::transport::stdio::serve_process(server).await.context("stdio transport failed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves over HTTP: the listener is bound (and answers `/healthz`) before the plugins load,
+/// and is ready once they have; SIGTERM or SIGINT shuts it down gracefully.
+async fn serve_http(addr: std::net::SocketAddr, args: &HttpArgs, plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs) -> Result<ExitCode> {
+    use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions};
+    let token = match (&args.token_file, std::env::var("PADDOCK_HTTP_TOKEN")) {
+        (Some(path), _) => Some(BearerToken::from_file(path)?),
+        (None, Ok(value)) => Some(BearerToken::new(&value).context("PADDOCK_HTTP_TOKEN")?),
+        (None, Err(_)) => None,
+    };
+    let access = AccessPolicy::for_address(addr, args.allow_host.clone(), args.allow_origin.clone(), token)?;
+    if access.any_host {
+        tracing::warn!("listening on a non-loopback address without --allow-host: any Host is accepted (the bearer token protects the server)");
+    }
+    let limits = HttpLimits { max_sessions: args.max_sessions, max_connections: args.max_connections, session_idle: args.session_idle, ..HttpLimits::default() };
+    let options = HttpOptions { access, limits, shutdown_grace: args.shutdown_grace };
+    let listener = HttpListener::bind(addr, options).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr().context("cannot read the bound address")?;
+    tracing::info!(address = %bound, "listening on http://{bound} (/mcp, /sse, /ws, /healthz, /readyz)");
+    let readiness = listener.readiness();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(listener.run(stop.clone()));
+    tokio::spawn(stop_on_signal(stop.clone()));
+    let server = match load_server(plugins_dir, state_key_file, common, "HTTP").await {
+        Ok(server) => server,
+        Err(err) => {
+            stop.cancel();
+            let _ = serving.await;
+            return Err(err);
+        }
+    };
+    readiness.serve(server);
+    serving.await.context("the HTTP listener failed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Cancels `stop` on SIGTERM or SIGINT.
+async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
+    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(signal) => signal,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot listen for SIGTERM");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM received"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+    }
+    stop.cancel();
+}
+
+/// Loads config and plugins for serving, logging every problem, and builds the session core.
+async fn load_server(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, over: &str) -> Result<Arc<crate::session::Server>> {
     let loaded = load(plugins_dir, common).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -216,15 +328,13 @@ async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &Commo
         tools = router.tools().len(),
         resources = router.resources().len(),
         prompts = router.prompts().len(),
-        "serving over stdio"
+        "serving over {over}"
     );
     let state_key = match state_key_file {
         Some(path) => crate::input::StateKey::from_file(path)?,
         None => crate::input::StateKey::random()?,
     };
-    let server = crate::session::Server::new(router, state_key);
-    crate::transport::stdio::serve_process(server).await.context("stdio transport failed")?;
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::session::Server::new(router, state_key))
 }
 
 /// The plugin a load problem is about, when it is about a plugin file: the file's stem, which

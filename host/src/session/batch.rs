@@ -3,13 +3,16 @@
 
 use std::sync::{Arc, Mutex};
 
-/// Where the reply of one request goes.
+use super::outbound::Outbound;
+
+/// Where the reply of one request goes, and with it everything sent on the request's behalf.
 #[derive(Clone)]
-pub(super) enum Dest {
-    /// Straight to the channel, as its own message.
-    Direct,
-    /// Into a batch's array.
-    Batch(Arc<Batch>),
+pub(super) struct Dest {
+    /// The queue of the stream the request arrived on: the channel's own, or (over HTTP) the
+    /// stream of the POST that carried it.
+    pub(super) out: Outbound,
+    /// The batch whose array the reply joins, if the request came in one.
+    pub(super) batch: Option<Arc<Batch>>,
 }
 
 /// The replies of one batch being gathered. Whoever settles the last member gets the array to

@@ -1,9 +1,13 @@
 //! The per-channel MCP engine: JSON-RPC dispatch, protocol era per message, lifecycle,
 //! concurrency, cancellation, and the progress and log notifications of each request.
 //!
-//! One `Session` serves one channel (the stdio stream, later a WebSocket or a legacy HTTP
-//! session). A request carrying the 2026-07-28 `_meta` is served statelessly; anything else
-//! follows the legacy `initialize` lifecycle of the channel. Every request gets exactly one
+//! One `Session` serves one channel: the stdio stream, a WebSocket, a legacy HTTP session, or
+//! (`Session::stateless`) one 2026-07-28 HTTP request. A request carrying the 2026-07-28
+//! `_meta` is served statelessly; anything else follows the legacy `initialize` lifecycle of
+//! the channel. A transport whose requests arrive on streams of their own (an HTTP POST) hands
+//! each frame in with that stream's queue (`handle_frame_on`): the reply, and the progress,
+//! log messages and questions of that request, go there; everything else goes to the
+//! channel's own queue. Every request gets exactly one
 //! reply, except one the client cancelled; notifications get none. Requests that reach a
 //! plugin run concurrently, so a slow tool never holds up `ping` or other calls.
 //!
@@ -39,8 +43,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-pub use lifecycle::{LEGACY_VERSIONS, MODERN_VERSIONS};
-pub use outbound::{Frame, Outbound, OutboundLimits, OutboundReceiver, TransportClosed, outbound};
+pub use lifecycle::{LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS, is_modern};
+pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, TransportClosed, outbound};
 pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
 pub use subscriptions::{MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID};
@@ -64,6 +68,13 @@ pub const SERVER_BUSY: i64 = -32000;
 /// How long a cancelled request may take to wind down before the session drops its work. The
 /// runtime stops a plugin sooner (its own grace period); this holds for any `Plugin`.
 const CANCEL_BACKSTOP: Duration = Duration::from_secs(1);
+
+tokio::task_local! {
+    /// The stream of the request this task serves: where its progress, log messages and
+    /// questions to the client go. Unset outside a request's own task (a task run, the change
+    /// feed): those use the channel's queue.
+    static REQUEST_STREAM: Outbound;
+}
 
 /// The protocol era and settings a request is served under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +127,9 @@ pub struct Session {
     generation: AtomicU64,
     /// Cancelled when the client's input ends: listen requests and the change feed stop.
     input_ended: CancellationToken,
+    /// Serves 2026-07-28 requests only: a request without the `_meta` of that revision is
+    /// refused instead of being taken for a legacy session's.
+    stateless: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -127,6 +141,16 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A session of `server` whose outgoing messages go to `out`.
     pub fn new(server: Arc<Server>, out: Outbound) -> Arc<Session> {
+        Session::build(server, out, false)
+    }
+
+    /// A session that serves only 2026-07-28 requests (one HTTP request without a session):
+    /// `initialize` and everything else without that revision's `_meta` is refused.
+    pub fn stateless(server: Arc<Server>, out: Outbound) -> Arc<Session> {
+        Session::build(server, out, true)
+    }
+
+    fn build(server: Arc<Server>, out: Outbound, stateless: bool) -> Arc<Session> {
         static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
             id: SESSIONS.fetch_add(1, Ordering::Relaxed),
@@ -145,7 +169,23 @@ impl Session {
             listens: Arc::new(Semaphore::new(MAX_LISTENS)),
             generation: AtomicU64::new(0),
             input_ended: CancellationToken::new(),
+            stateless,
         })
+    }
+
+    /// The legacy protocol version this session negotiated, once `initialize` was answered.
+    pub fn negotiated_version(&self) -> Option<&'static str> {
+        self.legacy.lock().unwrap_or_else(|e| e.into_inner()).version
+    }
+
+    /// The client is gone: every request in flight is cancelled (its plugin is told, given
+    /// its grace period, then stopped; no reply is sent) and input ends.
+    pub fn close(&self) {
+        let entries: Vec<InFlight> = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, entry)| entry).collect();
+        for entry in entries {
+            entry.cx.cancel();
+        }
+        self.end_of_input();
     }
 
     /// The client will send nothing more: listen requests end (with their closing result) and
@@ -160,21 +200,42 @@ impl Session {
     /// started; it never waits for a plugin, only (for replies it sends itself) for room in
     /// the outgoing queue.
     pub async fn handle_frame(self: &Arc<Self>, frame: &str) {
-        let value = match jsonrpc::parse_json(frame) {
-            Ok(value) => value,
-            Err(rejection) => return self.respond(rejection.to_line()).await,
-        };
+        self.handle_frame_on(frame, self.out.clone()).await;
+    }
+
+    /// Handles one frame that arrived on a stream of its own: its replies, and what its
+    /// requests send on their behalf, go to `stream`.
+    pub async fn handle_frame_on(self: &Arc<Self>, frame: &str, stream: Outbound) {
+        match jsonrpc::parse_json(frame) {
+            Ok(value) => self.handle_value_on(value, stream).await,
+            Err(rejection) => Self::reject(&stream, &rejection).await,
+        }
+    }
+
+    /// Handles one frame the transport has already parsed as JSON (to route it).
+    pub async fn handle_value(self: &Arc<Self>, value: Value) {
+        self.handle_value_on(value, self.out.clone()).await;
+    }
+
+    /// Handles one frame the transport has already parsed as JSON (to route it), as
+    /// `handle_frame_on` does.
+    pub async fn handle_value_on(self: &Arc<Self>, value: Value, stream: Outbound) {
         if let serde_json::Value::Array(members) = &value
             && !members.is_empty()
             && self.accepts_batches()
         {
             let serde_json::Value::Array(members) = value else { return };
-            return self.handle_batch(members).await;
+            return self.handle_batch(members, stream).await;
         }
         match jsonrpc::from_value(value) {
-            Ok(message) => self.handle_message(message, Dest::Direct).await,
-            Err(rejection) => self.respond(rejection.to_line()).await,
+            Ok(message) => self.handle_message(message, Dest { out: stream, batch: None }).await,
+            Err(rejection) => Self::reject(&stream, &rejection).await,
         }
+    }
+
+    async fn reject(stream: &Outbound, rejection: &jsonrpc::Rejection) {
+        // The transport has gone away when this fails; nothing is left to tell.
+        let _ = stream.reply(rejection.to_line(), Some(rejection.error.code)).await;
     }
 
     /// Batches are part of protocol 2025-03-26 only.
@@ -182,21 +243,21 @@ impl Session {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).version == Some("2025-03-26")
     }
 
-    async fn handle_batch(self: &Arc<Self>, members: Vec<Value>) {
+    async fn handle_batch(self: &Arc<Self>, members: Vec<Value>, stream: Outbound) {
         let messages: Vec<Result<Message, jsonrpc::Rejection>> = members.into_iter().map(jsonrpc::from_value).collect();
         let pending = messages.iter().filter(|m| matches!(m, Ok(Message::Request { .. }) | Err(_))).count();
-        let batch = Batch::new(pending);
+        let dest = Dest { out: stream, batch: Some(Batch::new(pending)) };
         for message in messages {
             match message {
-                Ok(message) => self.handle_message(message, Dest::Batch(Arc::clone(&batch))).await,
-                Err(rejection) => self.deliver(&Dest::Batch(Arc::clone(&batch)), rejection.to_line()).await,
+                Ok(message) => self.handle_message(message, dest.clone()).await,
+                Err(rejection) => self.deliver(&dest, rejection.to_line(), Some(rejection.error.code)).await,
             }
         }
     }
 
     /// Answers a frame the transport could not even hand over (too large, not UTF-8).
-    pub async fn handle_rejection(&self, line: String) {
-        self.respond(line).await;
+    pub async fn handle_rejection(&self, line: String, code: i64) {
+        let _ = self.out.reply(line, Some(code)).await;
     }
 
     /// Waits until no request is in flight, or `timeout` passes.
@@ -240,10 +301,10 @@ impl Session {
                     // The request's task sees the token: the plugin is told, given its grace
                     // period, then stopped; no reply is sent. The id is free for reuse at once.
                     entry.cx.cancel();
-                    if let Dest::Batch(batch) = entry.dest
+                    if let Some(batch) = &entry.dest.batch
                         && let Some(array) = batch.skip()
                     {
-                        self.respond(array).await;
+                        let _ = entry.dest.out.reply(array, None).await;
                     }
                 }
             }
@@ -254,7 +315,7 @@ impl Session {
     async fn handle_request(self: &Arc<Self>, id: Id, method: String, params: Option<Map<String, Value>>, dest: Dest) {
         let era = match self.era_for(&method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.deliver(&dest, jsonrpc::error_line(Some(&id), &error)).await,
+            Err(error) => return self.deliver_error(&dest, &id, &error).await,
         };
         let listen = method == "subscriptions/listen" && matches!(era, Era::Modern { .. });
         if !listen && !methods::runs_in_plugin(&method) {
@@ -267,7 +328,7 @@ impl Session {
         }
         let Some(admitted) = self.admit(&id, &dest).await else { return };
         let session = Arc::clone(self);
-        tokio::spawn(async move {
+        tokio::spawn(REQUEST_STREAM.scope(dest.out, async move {
             let Admitted { permit, cx, generation, events } = admitted;
             let _permit = permit;
             if listen {
@@ -275,7 +336,7 @@ impl Session {
             } else {
                 session.run_plugin_request(id, generation, method, params, era, cx, events).await;
             }
-        });
+        }));
     }
 
     /// Admits a request that runs as its own task: a permit of the channel, and an entry the
@@ -286,7 +347,7 @@ impl Session {
                 SERVER_BUSY,
                 format!("server busy: {MAX_IN_FLIGHT} requests of this connection are already in flight; retry once some have finished"),
             );
-            self.deliver(dest, jsonrpc::error_line(Some(id), &error)).await;
+            self.deliver_error(dest, id, &error).await;
             return None;
         };
         let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
@@ -302,7 +363,7 @@ impl Session {
         };
         if duplicate {
             let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
-            self.deliver(dest, jsonrpc::error_line(Some(id), &error)).await;
+            self.deliver_error(dest, id, &error).await;
             return None;
         }
         Some(Admitted { permit, cx, generation, events })
@@ -355,14 +416,15 @@ impl Session {
             Ok(opened) => opened,
             Err(error) => {
                 if let Some(entry) = self.finish(&id, generation) {
-                    self.deliver(&entry.dest, jsonrpc::error_line(Some(&id), &error)).await;
+                    self.deliver_error(&entry.dest, &id, &error).await;
                 }
                 return;
             }
         };
         // Following starts before the acknowledgement, so nothing after it is missed.
         let mut changes = self.server.changes();
-        self.respond(subscriptions::acknowledgement(&filter, &id)).await;
+        let stream = self.related_out();
+        let _ = stream.send(subscriptions::acknowledgement(&filter, &id)).await;
         loop {
             let received = tokio::select! {
                 received = changes.recv() => received,
@@ -371,7 +433,7 @@ impl Session {
             };
             let Some(lines) = subscriptions::lines_from(received, &filter, Some(&id)) else { break };
             for line in lines {
-                self.out.notify(line);
+                stream.notify(line);
             }
         }
         if let Some(entry) = self.finish(&id, generation) {
@@ -382,7 +444,7 @@ impl Session {
 
     /// Picks the era of a request and applies lifecycle rules that need no plugin.
     fn era_for(&self, method: &str, params: Option<&Map<String, Value>>) -> Result<Era, ErrorObject> {
-        if lifecycle::is_modern(params) || method == "server/discover" {
+        if self.stateless || lifecycle::is_modern(params) || method == "server/discover" {
             lifecycle::validate_modern(params)?;
             if lifecycle::removed_in_modern(method) {
                 return Err(ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, format!("method `{method}` does not exist in protocol 2026-07-28")));
@@ -535,8 +597,14 @@ impl Session {
             return;
         }
         if let Some(line) = notifier.line_for(event) {
-            self.out.notify(line);
+            self.related_out().notify(line);
         }
+    }
+
+    /// Where this task's messages to the client go: its request's stream, or (outside a
+    /// request's task) the channel's queue.
+    fn related_out(&self) -> Outbound {
+        REQUEST_STREAM.try_with(Outbound::clone).unwrap_or_else(|_| self.out.clone())
     }
 
     fn legacy_log_level(&self) -> LogLevel {
@@ -544,34 +612,36 @@ impl Session {
     }
 
     async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<rounds::Finished, ErrorObject>) {
-        let line = match outcome {
+        match outcome {
             Ok(mut finished) => {
                 let revision = match era {
                     Era::Legacy { version } => shape::Revision::parse(version),
                     Era::Modern { .. } => shape::Revision::V2026_07_28,
                 };
                 shape::shape(&mut finished.result, method, revision);
-                jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache))
+                let line = jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache));
+                self.deliver(dest, line, None).await;
             }
-            Err(error) => jsonrpc::error_line(Some(id), &error),
-        };
-        self.deliver(dest, line).await;
-    }
-
-    async fn deliver(&self, dest: &Dest, line: String) {
-        match dest {
-            Dest::Direct => self.respond(line).await,
-            Dest::Batch(batch) => {
-                if let Some(array) = batch.push(line) {
-                    self.respond(array).await;
-                }
-            }
+            Err(error) => self.deliver_error(dest, id, &error).await,
         }
     }
 
-    async fn respond(&self, line: String) {
-        // The transport has gone away when this fails; nothing is left to tell.
-        let _ = self.out.respond(line).await;
+    async fn deliver_error(&self, dest: &Dest, id: &Id, error: &ErrorObject) {
+        self.deliver(dest, jsonrpc::error_line(Some(id), error), Some(error.code)).await;
+    }
+
+    async fn deliver(&self, dest: &Dest, line: String, error: Option<i64>) {
+        // The transport has gone away when a reply fails; nothing is left to tell.
+        match &dest.batch {
+            None => {
+                let _ = dest.out.reply(line, error).await;
+            }
+            Some(batch) => {
+                if let Some(array) = batch.push(line) {
+                    let _ = dest.out.reply(array, None).await;
+                }
+            }
+        }
     }
 }
 

@@ -3,9 +3,14 @@
 //! Everything a session sends goes through one `Outbound`. It is bounded twice: in messages and
 //! in bytes, so neither a flood of small notifications nor a few huge results can make the host
 //! hold more than the budget while a client reads slowly (or not at all).
-//! - Responses wait for space: every request still gets its one reply, at the client's pace.
+//! - Replies (and requests to the client) wait for space: every request still gets its one
+//!   reply, at the client's pace.
 //! - Notifications (logs, progress) never wait: under pressure they are shed and counted, so a
 //!   plugin call never stalls because its client stopped reading.
+//!
+//! Each frame says whether it is the reply to a client's request (and its error code, if any),
+//! so a transport that ends a stream with its reply (an HTTP POST) or maps errors to a status
+//! needs no second parse of what the session wrote.
 //!
 //! A message larger than the whole byte budget is still sent: it takes the whole budget, alone.
 
@@ -35,11 +40,23 @@ impl Default for OutboundLimits {
 #[error("the transport has closed")]
 pub struct TransportClosed;
 
+/// What a queued message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// The reply to a request of the client (or the array answering a batch); `error` is the
+    /// JSON-RPC error code when the reply is an error.
+    Reply { error: Option<i64> },
+    /// A request to the client, or a notification.
+    Message,
+}
+
 /// One queued message; its share of the byte budget is released when the writer drops it.
 #[derive(Debug)]
 pub struct Frame {
     /// The message, one JSON text without a trailing newline.
     pub line: String,
+    /// Whether it is a reply.
+    pub kind: FrameKind,
     _bytes: OwnedSemaphorePermit,
 }
 
@@ -67,13 +84,26 @@ pub fn outbound(limits: OutboundLimits) -> (Outbound, OutboundReceiver) {
 }
 
 impl Outbound {
-    /// Queues a response, waiting for space.
+    /// Queues the reply to a client's request, waiting for space.
     ///
     /// # Errors
     /// `TransportClosed` once the receiver is gone.
-    pub async fn respond(&self, line: String) -> Result<(), TransportClosed> {
+    pub async fn reply(&self, line: String, error: Option<i64>) -> Result<(), TransportClosed> {
+        self.send_kind(line, FrameKind::Reply { error }).await
+    }
+
+    /// Queues a message that must not be shed (a request to the client, a listen
+    /// acknowledgement), waiting for space.
+    ///
+    /// # Errors
+    /// `TransportClosed` once the receiver is gone.
+    pub async fn send(&self, line: String) -> Result<(), TransportClosed> {
+        self.send_kind(line, FrameKind::Message).await
+    }
+
+    async fn send_kind(&self, line: String, kind: FrameKind) -> Result<(), TransportClosed> {
         let permit = self.bytes.clone().acquire_many_owned(self.cost(&line)).await.map_err(|_| TransportClosed)?;
-        self.tx.send(Frame { line, _bytes: permit }).await.map_err(|_| TransportClosed)
+        self.tx.send(Frame { line, kind, _bytes: permit }).await.map_err(|_| TransportClosed)
     }
 
     /// Queues a notification if there is room right now; otherwise drops it and counts it.
@@ -83,7 +113,7 @@ impl Outbound {
             self.count_shed();
             return false;
         };
-        match self.tx.try_send(Frame { line, _bytes: permit }) {
+        match self.tx.try_send(Frame { line, kind: FrameKind::Message, _bytes: permit }) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.count_shed();
@@ -151,7 +181,7 @@ mod tests {
         assert!(!out.notify("abc".into()), "8 + 3 bytes is over the 10-byte budget");
         let waiting = tokio::spawn({
             let out = out.clone();
-            async move { out.respond("xyz".into()).await }
+            async move { out.reply("xyz".into(), None).await }
         });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "a response waits for space instead of being dropped");
@@ -165,7 +195,7 @@ mod tests {
     #[tokio::test]
     async fn a_message_larger_than_the_budget_still_goes_alone() {
         let (out, mut rx) = outbound(OutboundLimits { messages: 10, bytes: 4 });
-        out.respond("much longer than four bytes".into()).await.expect("sent");
+        out.reply("much longer than four bytes".into(), None).await.expect("sent");
         assert!(!out.notify("x".into()), "the big message holds the whole budget");
         drop(rx.recv().await.expect("queued"));
         assert!(out.notify("x".into()));
@@ -175,7 +205,7 @@ mod tests {
     async fn sending_after_the_receiver_is_gone_fails_without_waiting() {
         let (out, rx) = outbound(OutboundLimits::default());
         drop(rx);
-        assert_eq!(out.respond("x".into()).await, Err(TransportClosed));
+        assert_eq!(out.reply("x".into(), None).await, Err(TransportClosed));
         assert!(!out.notify("x".into()));
         assert_eq!(out.shed_count(), 0, "a closed transport is not a slow client");
     }

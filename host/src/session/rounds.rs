@@ -294,7 +294,7 @@ impl Session {
             if let Some(task) = task {
                 params["_meta"] = json!({super::task_calls::META_RELATED_TASK: {"taskId": task}});
             }
-            if self.out.respond(jsonrpc::request_line(&slot.id, request.method.method(), &params)).await.is_err() {
+            if self.related_out().send(jsonrpc::request_line(&slot.id, request.method.method(), &params)).await.is_err() {
                 return Err(AskFailure::Gone);
             }
             waiting.push((request, slot));
@@ -324,8 +324,9 @@ impl Session {
 
     /// Tells the client that requests it has not answered are no longer needed.
     async fn withdraw<'a>(&self, ids: impl Iterator<Item = &'a jsonrpc::Id>) {
+        let stream = self.related_out();
         for id in ids {
-            self.out.notify(jsonrpc::notification_line("notifications/cancelled", json!({"requestId": id.to_value(), "reason": "no longer needed"})));
+            stream.notify(jsonrpc::notification_line("notifications/cancelled", json!({"requestId": id.to_value(), "reason": "no longer needed"})));
         }
     }
 

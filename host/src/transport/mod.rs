@@ -1,3 +1,7 @@
-//! Transports frame JSON-RPC messages and hand them to a session; they never look at `method`.
+//! Transports frame JSON-RPC messages and hand them to a session.
+//!
+//! - `stdio`: newline-delimited JSON on stdin and stdout, one session.
+//! - `http`: one listener for Streamable HTTP (both eras), the HTTP+SSE pair and WebSocket.
 
+pub mod http;
 pub mod stdio;

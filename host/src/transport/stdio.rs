@@ -201,7 +201,7 @@ async fn drive(session: Arc<Session>, mut lines: mpsc::Receiver<Line>) {
         match line {
             Line::TooLong => {
                 let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("message larger than {MAX_LINE} bytes"));
-                session.handle_rejection(jsonrpc::error_line(None, &error)).await;
+                session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
             }
             Line::Complete(bytes) => match std::str::from_utf8(&bytes) {
                 Ok(text) => {
@@ -212,7 +212,7 @@ async fn drive(session: Arc<Session>, mut lines: mpsc::Receiver<Line>) {
                 }
                 Err(_) => {
                     let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the line is not valid UTF-8");
-                    session.handle_rejection(jsonrpc::error_line(None, &error)).await;
+                    session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
                 }
             },
         }

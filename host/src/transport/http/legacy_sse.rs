@@ -1,0 +1,110 @@
+//! `/sse` and `/messages`: the HTTP+SSE transport of protocol 2024-11-05, for old clients.
+//!
+//! `GET /sse` opens a session and its one stream: first an `endpoint` event naming
+//! `/messages?session_id=<id>`, then every message of the session (replies included) as a
+//! `message` event. The client POSTs each message there and gets 202. The session lives as long
+//! as its stream: when the client closes it, the session ends and its requests are cancelled.
+//! At shutdown the stream stays open until the session's requests have answered (within the
+//! grace period), then closes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::guard::refusal;
+use super::sessions::Flavor;
+use super::streamable::SESSION_QUEUE;
+use super::{Shared, sse};
+use crate::jsonrpc::{self, ErrorObject};
+use crate::session::{OutboundReceiver, Session, outbound};
+
+/// GET /sse: a new session and its stream.
+pub(super) async fn open(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let server = match shared.server() {
+        Ok(server) => server,
+        Err(response) => return response,
+    };
+    if let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok())
+        && !(accept.contains("text/event-stream") || accept.contains("*/*"))
+    {
+        return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
+    }
+    let (out, queue) = outbound(SESSION_QUEUE);
+    let http = match shared.sessions.create(Session::new(server, out), Flavor::Sse, &shared.shutdown) {
+        Ok(http) => http,
+        Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
+    };
+    // At shutdown: no more input, the session's requests get the grace period, then the stream
+    // closes. Tracked, so shutdown waits for it.
+    let close = CancellationToken::new();
+    shared.work.spawn({
+        let session = Arc::clone(&http.session);
+        let (shutdown, ended, close) = (shared.shutdown.clone(), http.ended.clone(), close.clone());
+        let grace = shared.options.shutdown_grace;
+        async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {
+                    session.end_of_input();
+                    session.drain(grace).await;
+                }
+                () = ended.cancelled() => {}
+            }
+            close.cancel();
+        }
+    });
+    let endpoint = sse::named_event("endpoint", &format!("/messages?session_id={}", http.id));
+    let ended = EndOnDrop { shared: Arc::clone(&shared), id: http.id.clone() };
+    sse::response(channel_body(endpoint, queue, close, ended, shared.options.limits.keep_alive))
+}
+
+/// Ends the session when its stream's body is dropped (the client closed it).
+struct EndOnDrop {
+    shared: Arc<Shared>,
+    id: String,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if self.shared.sessions.remove(&self.id) {
+            tracing::debug!(session = %self.id, "an HTTP+SSE stream closed: its session ended");
+        }
+    }
+}
+
+fn channel_body(endpoint: Bytes, queue: OutboundReceiver, close: CancellationToken, ended: EndOnDrop, keep_alive: std::time::Duration) -> Body {
+    let first = futures::stream::iter([Ok::<Bytes, std::convert::Infallible>(endpoint)]);
+    let rest = futures::stream::unfold((queue, close, ended), move |(mut queue, close, ended)| async move {
+        let ticker = tokio::time::sleep(keep_alive);
+        tokio::pin!(ticker);
+        let event = tokio::select! {
+            frame = queue.recv() => sse::message_event(None, &frame?.line),
+            () = &mut ticker => Bytes::from_static(b": keep-alive\n\n"),
+            () = close.cancelled() => return None,
+        };
+        Some((Ok(event), (queue, close, ended)))
+    });
+    Body::from_stream(first.chain(rest))
+}
+
+/// POST /messages?session_id=…: one message of an HTTP+SSE session; its answer goes on the stream.
+pub(super) async fn message(State(shared): State<Arc<Shared>>, Query(query): Query<HashMap<String, String>>, body: Bytes) -> Response {
+    let Some(id) = query.get("session_id").or_else(|| query.get("sessionId")) else {
+        return refusal(StatusCode::BAD_REQUEST, "missing session_id");
+    };
+    let Some(http) = shared.sessions.get(id, Flavor::Sse) else {
+        return refusal(StatusCode::NOT_FOUND, "session not found: its stream closed");
+    };
+    let Ok(value) = std::str::from_utf8(&body).map_err(|_| ()).and_then(|text| jsonrpc::parse_json(text).map_err(|_| ())) else {
+        let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the body is not one JSON text");
+        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], jsonrpc::error_line(None, &error)).into_response();
+    };
+    http.touch();
+    http.session.handle_value(value).await;
+    (StatusCode::ACCEPTED, "Accepted").into_response()
+}

@@ -1,0 +1,256 @@
+//! The HTTP listener: every network transport on one address.
+//!
+//! - `/mcp`: Streamable HTTP, both eras (`streamable.rs`): legacy sessions with resumable SSE,
+//!   and stateless 2026-07-28 requests;
+//! - `/sse` and `/messages`: the 2024-11-05 HTTP+SSE pair (`legacy_sse.rs`);
+//! - `/ws`: WebSocket, subprotocol `mcp`, one JSON-RPC message per text frame (`websocket.rs`);
+//! - `/healthz` (the process is up) and `/readyz` (plugins are loaded).
+//!
+//! Every request passes `guard.rs` first (Host and Origin against DNS rebinding, the bearer
+//! token). Connections are accepted here with `TCP_NODELAY`, a cap on open connections, a
+//! bound on header size and a deadline for reading them; bodies are capped by
+//! `HttpLimits::max_body`. On shutdown the listener stops accepting, in-flight calls get
+//! `HttpOptions::shutdown_grace` to finish, and every stream is closed cleanly.
+
+mod guard;
+mod headers;
+mod legacy_sse;
+mod sessions;
+mod sse;
+mod streamable;
+mod websocket;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::Router as Routes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{any, get, post};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::session::Server;
+
+pub use guard::{AccessError, AccessPolicy, BearerToken, TokenError};
+use sessions::SessionTable;
+
+/// Sizes and counts the listener holds to.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Largest request body, in bytes (a JSON-RPC message or batch).
+    pub max_body: usize,
+    /// Largest request head (request line and headers), in bytes.
+    pub max_head: usize,
+    /// Connections open at once; past it, new connections wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Legacy sessions (Streamable HTTP and HTTP+SSE) held at once.
+    pub max_sessions: usize,
+    /// A legacy session nobody has used for this long (no request, no open stream) ends.
+    pub session_idle: Duration,
+    /// Events one SSE stream keeps for `Last-Event-ID` replay.
+    pub replay_events: usize,
+    /// Bytes of events one SSE stream keeps for replay (its newest event is always kept).
+    pub replay_bytes: usize,
+    /// How long a client may take to send a request's head.
+    pub head_timeout: Duration,
+    /// Interval of SSE keep-alive comments and WebSocket pings.
+    pub keep_alive: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body: crate::transport::stdio::MAX_LINE,
+            max_head: 64 * 1024,
+            max_connections: 1024,
+            max_sessions: 1024,
+            session_idle: Duration::from_secs(30 * 60),
+            replay_events: 256,
+            replay_bytes: 4 << 20,
+            head_timeout: Duration::from_secs(10),
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Everything the listener needs besides the session core.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Which Host and Origin values are accepted, and the bearer token.
+    pub access: AccessPolicy,
+    /// Sizes and counts.
+    pub limits: HttpLimits,
+    /// How long in-flight calls may run on after a shutdown signal.
+    pub shutdown_grace: Duration,
+}
+
+/// What every handler shares.
+struct Shared {
+    /// Set once the plugins are loaded; `/mcp`, `/sse` and `/ws` answer 503 before that.
+    server: OnceLock<Arc<Server>>,
+    sessions: SessionTable,
+    options: HttpOptions,
+    /// Cancelled when shutdown begins: streams end, new requests are refused.
+    shutdown: CancellationToken,
+    /// Every request still being answered (WebSocket and HTTP+SSE channels included).
+    work: TaskTracker,
+}
+
+impl Shared {
+    fn server(&self) -> Result<Arc<Server>, axum::response::Response> {
+        if self.shutdown.is_cancelled() {
+            return Err(plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down"));
+        }
+        self.server.get().cloned().ok_or_else(|| plain(StatusCode::SERVICE_UNAVAILABLE, "plugins are still loading"))
+    }
+}
+
+/// A bound listener, serving once `run` is called.
+pub struct HttpListener {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// Ready to take the plugins once they are loaded.
+#[derive(Clone)]
+pub struct Readiness {
+    shared: Arc<Shared>,
+}
+
+impl Readiness {
+    /// From now on `/readyz` answers 200 and requests are served by `server`.
+    pub fn serve(&self, server: Arc<Server>) {
+        let _ = self.shared.server.set(server);
+    }
+}
+
+impl HttpListener {
+    /// Binds `addr`. Health endpoints answer at once; MCP endpoints once `Readiness::serve`.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn bind(addr: SocketAddr, options: HttpOptions) -> std::io::Result<HttpListener> {
+        let listener = TcpListener::bind(addr).await?;
+        let sessions = SessionTable::new(&options.limits);
+        let shared = Arc::new(Shared { server: OnceLock::new(), sessions, options, shutdown: CancellationToken::new(), work: TaskTracker::new() });
+        Ok(HttpListener { listener, shared })
+    }
+
+    /// The address actually bound (the port, when 0 was asked for).
+    ///
+    /// # Errors
+    /// The socket cannot report it.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The handle that makes the listener ready.
+    pub fn readiness(&self) -> Readiness {
+        Readiness { shared: Arc::clone(&self.shared) }
+    }
+
+    /// Serves until `stop` is cancelled, then shuts down: no new connections, in-flight calls
+    /// get the grace period, streams are closed, and every connection is told to close.
+    pub async fn run(self, stop: CancellationToken) {
+        let HttpListener { listener, shared } = self;
+        let routes = routes(Arc::clone(&shared));
+        let reaper = tokio::spawn(sessions::reap(Arc::clone(&shared)));
+        let slots = Arc::new(Semaphore::new(shared.options.limits.max_connections.max(1)));
+        let connections = TaskTracker::new();
+        let close_connections = CancellationToken::new();
+        loop {
+            let permit = tokio::select! {
+                permit = Arc::clone(&slots).acquire_owned() => match permit { Ok(permit) => permit, Err(_) => break },
+                () = stop.cancelled() => break,
+            };
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = stop.cancelled() => break,
+            };
+            let (socket, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of descriptors or a connection reset before it was taken: keep serving.
+                    tracing::warn!(error = %err, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            if let Err(err) = socket.set_nodelay(true) {
+                tracing::debug!(error = %err, "cannot set TCP_NODELAY");
+            }
+            let service = hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))));
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.max_buf_size(shared.options.limits.max_head.max(8192))
+                .max_headers(100)
+                .header_read_timeout(shared.options.limits.head_timeout)
+                .timer(hyper_util::rt::TokioTimer::new());
+            let close = close_connections.clone();
+            connections.spawn(async move {
+                let _permit = permit;
+                let connection = http.serve_connection(TokioIo::new(socket), service).with_upgrades();
+                tokio::pin!(connection);
+                let outcome = tokio::select! {
+                    outcome = connection.as_mut() => outcome,
+                    () = close.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
+                    }
+                };
+                if let Err(err) = outcome {
+                    tracing::debug!(%peer, error = %err, "connection ended with an error");
+                }
+            });
+        }
+        drop(listener);
+        tracing::info!("shutting down: no new connections; in-flight calls may finish");
+        // Idle streams end now; connections close once their current request is answered.
+        shared.shutdown.cancel();
+        close_connections.cancel();
+        shared.work.close();
+        connections.close();
+        let grace = shared.options.shutdown_grace;
+        let finished = tokio::time::timeout(grace, async {
+            shared.work.wait().await;
+            connections.wait().await;
+        })
+        .await;
+        if finished.is_err() {
+            tracing::warn!(grace = ?grace, "calls still running after the grace period are cancelled");
+        }
+        shared.sessions.close_all();
+        reaper.abort();
+    }
+}
+
+fn routes(shared: Arc<Shared>) -> Routes {
+    let max_body = shared.options.limits.max_body;
+    Routes::new()
+        .route("/mcp", post(streamable::post).get(streamable::get).delete(streamable::delete))
+        .route("/sse", get(legacy_sse::open))
+        .route("/messages", post(legacy_sse::message))
+        .route("/ws", any(websocket::upgrade))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::check))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(shared)
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
+    match shared.server() {
+        Ok(_) => plain(StatusCode::OK, "ready"),
+        Err(response) => response,
+    }
+}
+
+/// A short text answer.
+fn plain(status: StatusCode, text: &'static str) -> axum::response::Response {
+    (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}

@@ -1,0 +1,379 @@
+//! `/mcp`: Streamable HTTP, both eras on one endpoint.
+//!
+//! Each POST is routed by what it carries:
+//! - 2026-07-28 `_meta`, or (without a session) an `MCP-Protocol-Version` that is not a legacy
+//!   revision: a stateless request. Its headers are checked against its body (`headers.rs`), it
+//!   is served by a session of its own, and it is answered with JSON when the reply is the first
+//!   thing it produces (errors mapped to 400, or 404 for an unknown method) or with SSE when
+//!   progress or log messages come first. Closing the connection cancels it.
+//! - `Mcp-Session-Id`: a request of that legacy session (404 once it has ended), answered with a
+//!   resumable SSE stream (or JSON for a client that accepts only JSON). Notifications and the
+//!   client's answers to the server's questions get 202.
+//! - `initialize` without a session: a new legacy session; its id comes back in
+//!   `Mcp-Session-Id`.
+//!
+//! GET opens the session's stream for messages unrelated to a request (list changes, resource
+//! updates, questions of task runs) or, with `Last-Event-ID`, resumes any stream of the session
+//! after that event. DELETE ends the session.
+
+use std::sync::{Arc, Weak};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::guard::refusal;
+use super::headers::{self, PROTOCOL_VERSION};
+use super::sessions::{Flavor, HttpSession};
+use super::{Shared, sse};
+use crate::jsonrpc::{self, ErrorObject};
+use crate::session::{
+    Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound,
+};
+
+const SESSION_ID: &str = "mcp-session-id";
+const LAST_EVENT_ID: &str = "last-event-id";
+/// What one POST's stream may hold for a slow client.
+const POST_QUEUE: OutboundLimits = OutboundLimits { messages: 256, bytes: 8 << 20 };
+/// What a session's own stream (the GET stream) may hold.
+pub(super) const SESSION_QUEUE: OutboundLimits = OutboundLimits { messages: 1024, bytes: 16 << 20 };
+
+/// The media types a client accepts.
+#[derive(Debug, Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+impl Accepts {
+    fn of(headers: &HeaderMap) -> Accepts {
+        let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()) else {
+            return Accepts { json: true, sse: true };
+        };
+        let types: Vec<String> = accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
+        let any = types.iter().any(|t| t == "*/*");
+        Accepts {
+            json: any || types.iter().any(|t| t == "application/json" || t == "application/*"),
+            sse: any || types.iter().any(|t| t == "text/event-stream" || t == "text/*"),
+        }
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// POST /mcp.
+pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let server = match shared.server() {
+        Ok(server) => server,
+        Err(response) => return response,
+    };
+    let accepts = Accepts::of(&headers);
+    if !accepts.json && !accepts.sse {
+        return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include application/json and text/event-stream");
+    }
+    if let Some(kind) = header_str(&headers, header::CONTENT_TYPE.as_str())
+        && !kind.to_ascii_lowercase().starts_with("application/json")
+    {
+        return refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
+    }
+    let value = match std::str::from_utf8(&body).map_err(|_| ()).and_then(|text| jsonrpc::parse_json(text).map_err(|_| ())) {
+        Ok(value) => value,
+        Err(()) => {
+            let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the body is not one JSON text");
+            return json_reply(StatusCode::BAD_REQUEST, jsonrpc::error_line(None, &error));
+        }
+    };
+    let session_id = header_str(&headers, SESSION_ID);
+    let version = header_str(&headers, PROTOCOL_VERSION);
+    let modern_message = value.as_object().and_then(|m| m.get("params")).and_then(Value::as_object).is_some_and(|p| is_modern(Some(p)));
+    if modern_message || (session_id.is_none() && version.is_some_and(|v| !LEGACY_VERSIONS.contains(&v))) {
+        return stateless(&shared, server, &headers, value, accepts).await;
+    }
+    if let Some(id) = session_id {
+        let Some(http) = shared.sessions.get(id, Flavor::Streamable) else {
+            return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
+        };
+        if let Some(version) = version
+            && !LEGACY_VERSIONS.contains(&version)
+        {
+            return refusal(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version for this session");
+        }
+        http.touch();
+        return session_post(&shared, &http, value, accepts, false).await;
+    }
+    if value.get("method").and_then(Value::as_str) == Some("initialize") && value.get("id").is_some() {
+        let (out, queue) = outbound(SESSION_QUEUE);
+        let http = match shared.sessions.create(Session::new(server, out), Flavor::Streamable, &shared.shutdown) {
+            Ok(http) => http,
+            Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
+        };
+        if let Some(standalone) = http.standalone() {
+            tokio::spawn(sse::pump(standalone, None, queue, false));
+        }
+        return session_post(&shared, &http, value, accepts, true).await;
+    }
+    refusal(
+        StatusCode::BAD_REQUEST,
+        "missing Mcp-Session-Id: send `initialize` first, or use protocol 2026-07-28 (`_meta` and `MCP-Protocol-Version` on every request)",
+    )
+}
+
+/// Whether a body holds a request (and so needs an answer other than 202).
+fn holds_request(value: &Value) -> bool {
+    let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
+    match value {
+        Value::Array(members) => members.iter().any(is_request),
+        other => is_request(other),
+    }
+}
+
+/// A POST of a legacy session.
+async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Value, accepts: Accepts, initialize: bool) -> Response {
+    let has_request = holds_request(&value);
+    let (out, mut queue) = outbound(POST_QUEUE);
+    http.session.handle_value_on(value, out).await;
+    if !has_request {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let mut response = if accepts.sse {
+        let stream = match http.open_stream() {
+            Ok(stream) => stream,
+            Err(busy) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string()),
+        };
+        if http.session.negotiated_version().is_some_and(|v| v >= "2025-11-25") && !initialize {
+            stream.prime();
+        }
+        let (replay, live) = stream.attach(None);
+        let owner = Arc::clone(http);
+        tokio::spawn(async move {
+            sse::pump(Arc::clone(&stream), None, queue, true).await;
+            owner.stream_ended(&stream);
+        });
+        sse::response(sse::body(replay, live, shared.options.limits.keep_alive, None))
+    } else {
+        match reply_only(&mut queue).await {
+            Some(frame) => json_reply(StatusCode::OK, frame.line),
+            None => StatusCode::ACCEPTED.into_response(),
+        }
+    };
+    if initialize && let Ok(id) = HeaderValue::from_str(&http.id) {
+        response.headers_mut().insert(SESSION_ID, id);
+    }
+    response
+}
+
+/// Waits for the reply, dropping what comes before it (a client that takes only JSON).
+async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
+    while let Some(frame) = queue.recv().await {
+        if matches!(frame.kind, FrameKind::Reply { .. }) {
+            return Some(frame);
+        }
+    }
+    None
+}
+
+/// A stateless 2026-07-28 request.
+async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts) -> Response {
+    if let Some(message) = value.as_object()
+        && let Err(error) = headers::check(headers, message, &server.router())
+    {
+        let id = message.get("id").and_then(jsonrpc::Id::from_value);
+        return json_reply(StatusCode::BAD_REQUEST, jsonrpc::error_line(id.as_ref(), &error));
+    }
+    let has_request = holds_request(&value);
+    let (out, mut queue) = outbound(POST_QUEUE);
+    let session = Session::stateless(server, out.clone());
+    session.handle_value_on(value, out).await;
+    if !has_request {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    // Dropping this (the client went away before its answer) cancels the request.
+    let mut guard = CancelOnDrop(Arc::downgrade(&session));
+    drop(session);
+    let Some(first) = queue.recv().await else {
+        guard.disarm();
+        return refusal(StatusCode::INTERNAL_SERVER_ERROR, "the request ended without a reply");
+    };
+    if let FrameKind::Reply { error } = first.kind
+        && accepts.json
+    {
+        guard.disarm();
+        return json_reply(error.map_or(StatusCode::OK, modern_status), first.line);
+    }
+    if !accepts.sse {
+        let reply = reply_only(&mut queue).await;
+        guard.disarm();
+        return match reply {
+            Some(frame) => json_reply(StatusCode::OK, frame.line),
+            None => refusal(StatusCode::INTERNAL_SERVER_ERROR, "the request ended without a reply"),
+        };
+    }
+    sse::response(ephemeral_body(first, queue, guard, shared))
+}
+
+/// The SSE body of a stateless request: its messages, then its reply; no ids (2026-07-28 has no
+/// resumption). At shutdown a listen request is told to close (its closing result ends it).
+fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, shared: &Arc<Shared>) -> Body {
+    struct State {
+        first: Option<Frame>,
+        queue: OutboundReceiver,
+        guard: CancelOnDrop,
+        stop: tokio_util::sync::CancellationToken,
+        stopping: bool,
+        done: bool,
+    }
+    let keep_alive = shared.options.limits.keep_alive;
+    let state = State { first: Some(first), queue, guard, stop: shared.shutdown.clone(), stopping: false, done: false };
+    Body::from_stream(futures::stream::unfold(state, move |mut state| async move {
+        if state.done {
+            state.guard.disarm();
+            return None;
+        }
+        let frame = match state.first.take() {
+            Some(frame) => frame,
+            None => loop {
+                let ticker = tokio::time::sleep(keep_alive);
+                tokio::pin!(ticker);
+                tokio::select! {
+                    frame = state.queue.recv() => match frame {
+                        Some(frame) => break frame,
+                        None => {
+                            state.guard.disarm();
+                            return None;
+                        }
+                    },
+                    () = &mut ticker => return Some((Ok::<Bytes, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n")), state)),
+                    () = state.stop.cancelled(), if !state.stopping => {
+                        state.stopping = true;
+                        if let Some(session) = state.guard.0.upgrade() {
+                            session.end_of_input();
+                        }
+                    }
+                }
+            },
+        };
+        state.done = matches!(frame.kind, FrameKind::Reply { .. });
+        Some((Ok(sse::message_event(None, &frame.line)), state))
+    }))
+}
+
+/// Cancels a stateless request when its client goes away before the reply.
+struct CancelOnDrop(Weak<Session>);
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.0 = Weak::new();
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.upgrade() {
+            tracing::debug!("the client closed a request's stream before its reply: the request is cancelled");
+            session.close();
+        }
+    }
+}
+
+/// The HTTP status of a 2026-07-28 error reply.
+fn modern_status(code: i64) -> StatusCode {
+    match code {
+        jsonrpc::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        jsonrpc::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+        SERVER_BUSY => StatusCode::SERVICE_UNAVAILABLE,
+        code if (-32768..=-32000).contains(&code) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+fn json_reply(status: StatusCode, line: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], line).into_response()
+}
+
+/// GET /mcp: the session's own stream, or any of its streams resumed after `Last-Event-ID`.
+pub(super) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if let Err(response) = shared.server() {
+        return response;
+    }
+    if !Accepts::of(&headers).sse {
+        return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
+    }
+    let Some(id) = header_str(&headers, SESSION_ID) else {
+        if header_str(&headers, PROTOCOL_VERSION).is_some_and(|v| !LEGACY_VERSIONS.contains(&v)) {
+            return refusal(StatusCode::METHOD_NOT_ALLOWED, "protocol 2026-07-28 has no GET stream: use `subscriptions/listen`");
+        }
+        return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
+    };
+    let Some(http) = shared.sessions.get(id, Flavor::Streamable) else {
+        return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
+    };
+    http.touch();
+    let keep_alive = shared.options.limits.keep_alive;
+    let (stream, after) = match header_str(&headers, LAST_EVENT_ID) {
+        Some(last) => match sse::parse_event_id(last) {
+            Ok((stream, seq)) => match http.stream(stream) {
+                Some(found) => (found, Some(seq)),
+                None => return refusal(StatusCode::BAD_REQUEST, &sse::ReplayError::UnknownStream.to_string()),
+            },
+            Err(error) => return refusal(StatusCode::BAD_REQUEST, &error.to_string()),
+        },
+        None => match http.standalone() {
+            Some(stream) => (stream, None),
+            None => return refusal(StatusCode::NOT_FOUND, "session not found"),
+        },
+    };
+    // The session's own stream closes at shutdown; a request's stream ends with its reply.
+    let stop = if stream.id() == 0 { http.idle_streams.clone() } else { http.ended.clone() };
+    let (replay, live) = stream.attach(after);
+    sse::response(sse::body(replay, live, keep_alive, Some(stop)))
+}
+
+/// DELETE /mcp: ends the session.
+pub(super) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let Some(id) = header_str(&headers, SESSION_ID) else {
+        return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
+    };
+    if shared.sessions.get(id, Flavor::Streamable).is_some() && shared.sessions.remove(id) {
+        tracing::debug!(session = %id, "session deleted by its client");
+        return StatusCode::OK.into_response();
+    }
+    refusal(StatusCode::NOT_FOUND, "session not found")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_errors_map_to_statuses() {
+        assert_eq!(modern_status(jsonrpc::METHOD_NOT_FOUND), StatusCode::NOT_FOUND);
+        assert_eq!(modern_status(jsonrpc::INVALID_PARAMS), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(headers::HEADER_MISMATCH), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(-32021), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(-32022), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(jsonrpc::INTERNAL_ERROR), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(modern_status(SERVER_BUSY), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(modern_status(42), StatusCode::OK, "an application error is still an answer");
+    }
+
+    #[test]
+    fn accept_headers_are_read_by_media_type() {
+        let accepts = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_str(value).expect("value"));
+            let a = Accepts::of(&headers);
+            (a.json, a.sse)
+        };
+        assert_eq!(accepts("application/json, text/event-stream"), (true, true));
+        assert_eq!(accepts("text/event-stream;q=0.9"), (false, true));
+        assert_eq!(accepts("application/json"), (true, false));
+        assert_eq!(accepts("*/*"), (true, true));
+        assert_eq!(accepts("text/html"), (false, false));
+        let a = Accepts::of(&HeaderMap::new());
+        assert!(a.json && a.sse, "no Accept takes either");
+    }
+}
