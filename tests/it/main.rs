@@ -8,6 +8,10 @@ mod cli; // the command line: inspect, call, errors and exit codes
 mod confirmations; // the files sample asking its user before it replaces or deletes a file
 mod conformance; // the conformance plugin lists every fixture the suite names, under its own names
 mod grants; // sample plugins against their grants: files, network, env
+mod http_channels; // WebSocket and HTTP+SSE: framing, subprotocol, limits, session lifetime
+mod http_guard; // Host/Origin, bearer tokens, size and connection limits, graceful shutdown
+mod http_sessions; // Streamable HTTP legacy sessions: statuses, GET stream, resumption, expiry, cap
+mod http_stateless; // Streamable HTTP 2026-07-28: headers, statuses, SSE, listen, cancel, replicas
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors
 mod tidy; // repository hygiene: module docs, no inherited stdio/env/network, stdout writers

@@ -4,6 +4,8 @@
 //! It never builds anything itself: `scripts/test` builds the host and the wasm workspaces
 //! first, and a missing artifact is a panic that says which command builds it.
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;

@@ -182,6 +182,9 @@ impl Session {
     /// its grace period, then stopped; no reply is sent) and input ends.
     pub fn close(&self) {
         let entries: Vec<InFlight> = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, entry)| entry).collect();
+        if !entries.is_empty() {
+            tracing::debug!(requests = entries.len(), "the client went away: its requests are cancelled");
+        }
         for entry in entries {
             entry.cx.cancel();
         }
@@ -327,6 +330,7 @@ impl Session {
             return self.reply(&dest, &id, &method, era, outcome.map(|result| rounds::Finished { result, cache })).await;
         }
         let Some(admitted) = self.admit(&id, &dest).await else { return };
+        tracing::debug!(request = %id, method = %crate::escape::Escaped(&method), "request admitted");
         let session = Arc::clone(self);
         tokio::spawn(REQUEST_STREAM.scope(dest.out, async move {
             let Admitted { permit, cx, generation, events } = admitted;
@@ -547,6 +551,8 @@ impl Session {
         if cx.is_cancelled() {
             if outcome.is_none() {
                 tracing::warn!(request = %id, "a cancelled request did not stop within its grace period; its work was dropped");
+            } else {
+                tracing::debug!(request = %id, "a cancelled request has stopped");
             }
             return; // Cancelled: the entry is gone and no reply is sent.
         }

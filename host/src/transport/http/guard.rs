@@ -10,7 +10,9 @@
 //!   (SHA-256 digests compared in constant time). A missing or wrong token is 401 with
 //!   `WWW-Authenticate`.
 //!
-//! Every refusal is logged with the peer's address and what was refused (escaped).
+//! A body announced (by `Content-Length`) larger than `HttpLimits::max_body` is 413 before any
+//! of it is read. Every refusal is logged with the peer's address and what was refused
+//! (escaped).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -187,6 +189,12 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, n
                 return response;
             }
         }
+    }
+    // A body announced larger than the limit is refused before any of it is read.
+    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > shared.options.limits.max_body as u64) {
+        tracing::warn!(peer = ?peer, bytes = announced, "refused a request: its body is larger than the limit");
+        return refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts");
     }
     next.run(request).await
 }

@@ -4,7 +4,8 @@
 //! `Mcp-Name` the name, URI or task id the method addresses, and each `Mcp-Param-<Name>` the
 //! argument whose schema property carries `"x-mcp-header": "<Name>"`. A value may be written as
 //! `=?base64?<UTF-8 in base64>?=`. Names are case-insensitive, values exact after surrounding
-//! whitespace. Any mismatch, or a header missing where the body has its value, is −32020.
+//! whitespace. Any mismatch, a header sent twice, or a header missing where the body has its
+//! value, is −32020.
 //!
 //! A request whose `_meta` lacks the protocol version or the client capabilities is left to the
 //! session, which refuses it with −32602 first.
@@ -102,7 +103,11 @@ fn check_params(headers: &HeaderMap, schema: &str, arguments: Option<&Map<String
 
 /// A header's value, trimmed and decoded from the base64 form; `None` when absent.
 fn header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ErrorObject> {
-    let Some(value) = headers.get(name) else { return Ok(None) };
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(mismatch(format!("the `{name}` header is sent more than once")));
+    }
     let text = std::str::from_utf8(value.as_bytes()).map_err(|_| mismatch(format!("the `{name}` header is not UTF-8")))?.trim();
     match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
         Some(encoded) => {
@@ -162,6 +167,9 @@ mod tests {
         }
         let encoded = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "=?base64?ZWNobw==?=")]);
         assert_eq!(code(check(&encoded, &call, &router)), None);
+        let mut twice = good.clone();
+        twice.append("mcp-method", HeaderValue::from_static("tools/call"));
+        assert_eq!(code(check(&twice, &call, &router)), Some(HEADER_MISMATCH), "a repeated header is ambiguous");
     }
 
     #[test]

@@ -1,0 +1,183 @@
+//! What stands in front of every HTTP endpoint, on the real binary: Host and Origin checks
+//! (DNS rebinding), bearer tokens, size and connection limits, and graceful shutdown.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use paddock_tests::http::{EventReader, HttpHost, modern_meta};
+use paddock_tests::{PluginDir, WAIT, conformance_plugins, run_paddock};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn discover() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta(json!({}))}}).to_string()
+}
+
+async fn post_discover(host: &HttpHost, headers: &[(&str, &str)]) -> Result<reqwest::Response> {
+    let mut request = reqwest::Client::new().post(host.url("/mcp")).header("mcp-protocol-version", "2026-07-28").header("mcp-method", "server/discover");
+    for (key, value) in headers {
+        request = request.header(*key, *value);
+    }
+    Ok(request.body(discover()).send().await?)
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused_and_allowed_ones_served() -> Result<()> {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--allow-host", "mcp.example.test", "--allow-origin", "https://app.example.test"]).await?;
+    let port = host.addr.port().to_string();
+    for (headers, status) in [
+        (vec![("host", "evil.example.com".to_owned()), ("origin", "http://evil.example.com".to_owned())], 403),
+        (vec![("host", format!("evil.example.com:{port}"))], 403),
+        (vec![("origin", "http://evil.example.com".to_owned())], 403),
+        (vec![("origin", "null".to_owned())], 403),
+        (vec![("host", format!("localhost:{port}")), ("origin", format!("http://localhost:{port}"))], 200),
+        (vec![("host", "mcp.example.test".to_owned())], 200),
+        (vec![("origin", "https://app.example.test".to_owned())], 200),
+    ] {
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let response = post_discover(&host, &pairs).await?;
+        assert_eq!(response.status(), status, "{headers:?}");
+    }
+    let ws = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+    let mut ws = ws;
+    ws.headers_mut().insert("origin", "http://evil.example.com".parse()?);
+    ws.headers_mut().insert("sec-websocket-protocol", "mcp".parse()?);
+    let refused = tokio_tungstenite::connect_async(ws).await;
+    assert!(matches!(refused, Err(tokio_tungstenite::tungstenite::Error::Http(ref r)) if r.status() == 403), "{refused:?}");
+    let refusal = host.wait_for_log("its Origin is not allowed").await?;
+    assert!(refusal.contains("evil.example.com"), "the refusal is recorded with what was refused: {refusal}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_token_is_required_everywhere_but_health_and_compared_exactly() -> Result<()> {
+    let token = "s3cr3t-token-0123456789abcdef";
+    let files = PluginDir::new().write("token", format!("{token}\n"));
+    let token_file = files.path().join("token");
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--token-file", token_file.to_str().unwrap_or_default()]).await?;
+    let missing = post_discover(&host, &[]).await?;
+    assert_eq!(missing.status(), 401);
+    assert_eq!(missing.headers()["www-authenticate"], r#"Bearer realm="paddock""#);
+    let wrong = post_discover(&host, &[("authorization", "Bearer s3cr3t-token-0123456789abcdeF")]).await?;
+    assert_eq!(wrong.status(), 401);
+    assert!(wrong.headers()["www-authenticate"].to_str()?.contains("invalid_token"));
+    let right = format!("Bearer {token}");
+    assert_eq!(post_discover(&host, &[("authorization", &right)]).await?.status(), 200);
+    let lowercase = format!("bearer {token}");
+    assert_eq!(post_discover(&host, &[("authorization", &lowercase)]).await?.status(), 200);
+    assert_eq!(reqwest::get(host.url("/healthz")).await?.status(), 200, "health needs no token");
+    assert_eq!(reqwest::get(host.url("/sse")).await?.status(), 401);
+    let mut ws = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+    ws.headers_mut().insert("sec-websocket-protocol", "mcp".parse()?);
+    let refused = tokio_tungstenite::connect_async(ws.clone()).await;
+    assert!(matches!(refused, Err(tokio_tungstenite::tungstenite::Error::Http(ref r)) if r.status() == 401), "{refused:?}");
+    ws.headers_mut().insert("authorization", right.parse()?);
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws).await?;
+    socket.close(None).await?;
+
+    let env_host = HttpHost::start_with_env(plugins.path(), &[], &[("PADDOCK_HTTP_TOKEN", token)]).await?;
+    assert_eq!(post_discover(&env_host, &[]).await?.status(), 401);
+    assert_eq!(post_discover(&env_host, &[("authorization", &right)]).await?.status(), 200);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_public_address_without_a_token_does_not_start() -> Result<()> {
+    let plugins = conformance_plugins();
+    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "0.0.0.0:0"]).await?;
+    assert_eq!(code, 2);
+    assert!(stderr.contains("needs a bearer token") && stderr.contains("--token-file"), "{stderr}");
+    let short = PluginDir::new().write("token", "short\n");
+    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--token-file", short.path().join("token").to_str().unwrap_or_default()]).await?;
+    assert_eq!(code, 2);
+    assert!(stderr.contains("shorter than"), "{stderr}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn oversized_bodies_and_heads_are_refused_and_connections_are_capped() -> Result<()> {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--max-connections", "1"]).await?;
+    // A body over the 16 MiB limit is refused from its announced length, before it is read.
+    let mut raw = tokio::net::TcpStream::connect(host.addr).await?;
+    raw.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n{").await?;
+    let mut buffer = [0u8; 64];
+    let n = tokio::time::timeout(WAIT, raw.read(&mut buffer)).await??;
+    assert!(String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 413"), "{}", String::from_utf8_lossy(&buffer[..n]));
+    drop(raw);
+
+    let mut raw = tokio::net::TcpStream::connect(host.addr).await?;
+    let head = format!("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: {}\r\n\r\n", "y".repeat(200 * 1024));
+    raw.write_all(head.as_bytes()).await?;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(WAIT, raw.read_to_end(&mut answer)).await?;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "an oversized head is refused: {answer}");
+    drop(raw);
+
+    // One connection at a time: a second waits until the first closes.
+    let mut first = tokio::net::TcpStream::connect(host.addr).await?;
+    first.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n").await?;
+    let mut buffer = [0u8; 256];
+    let n = tokio::time::timeout(WAIT, first.read(&mut buffer)).await??;
+    assert!(String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 200"));
+    let second = tokio::spawn({
+        let url = host.url("/healthz");
+        async move { reqwest::get(url).await.map(|r| r.status()) }
+    });
+    let waited = tokio::time::timeout(Duration::from_millis(300), async {
+        while !second.is_finished() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(waited.is_err(), "the second connection is not served while the first holds the only slot");
+    drop(first);
+    let status = tokio::time::timeout(WAIT, second).await???;
+    assert_eq!(status, 200);
+    Ok(())
+}
+
+#[tokio::test]
+async fn sigterm_lets_running_calls_answer_closes_streams_and_exits() -> Result<()> {
+    let plugins = conformance_plugins();
+    let mut host = HttpHost::start(plugins.path(), &["--shutdown-grace", "20s"]).await?;
+    let listen = reqwest::Client::new()
+        .post(host.url("/mcp"))
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true}, "_meta": modern_meta(json!({}))}}).to_string())
+        .send()
+        .await?;
+    let mut listen = EventReader::new(listen);
+    assert_eq!(listen.next_message().await?["method"], "notifications/subscriptions/acknowledged");
+    let call = tokio::spawn({
+        let url = host.url("/mcp");
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow_compute", "arguments": {"seconds": 1.5, "label": "in-flight"}, "_meta": modern_meta(json!({}))}});
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "slow_compute")
+                .body(body.to_string())
+                .send()
+                .await?;
+            anyhow::Ok(serde_json::from_str::<Value>(&response.text().await?)?)
+        }
+    });
+    host.wait_for_log("request admitted").await?;
+    host.terminate()?;
+    host.wait_for_log("shutting down").await?;
+
+    let closing = listen.next_message().await?;
+    assert_eq!(closing["id"], 2, "the listen request ends with its closing result: {closing}");
+    assert!(listen.next().await?.is_none(), "and its stream ends");
+    let answered = tokio::time::timeout(WAIT, call).await???;
+    assert_eq!(answered["result"]["content"][0]["text"], "in-flight: computed in 1.5 s", "{answered}");
+    assert_eq!(host.exit_code(WAIT).await?, 0);
+    assert!(tokio::net::TcpStream::connect(host.addr).await.is_err(), "nothing listens any more");
+    Ok(())
+}
