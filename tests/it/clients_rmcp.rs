@@ -58,10 +58,18 @@ async fn rmcp_client_2026_07_28_stateless() {
     client.cancel().await.expect("close");
 }
 
-/// A client that answers every form with the name Ada, and remembers what it was asked.
-#[derive(Clone, Default)]
+/// A client that answers every form with `content` (the name Ada unless told otherwise), and
+/// remembers what it was asked.
+#[derive(Clone)]
 struct AnswersForms {
     asked: Arc<Mutex<Vec<String>>>,
+    content: serde_json::Value,
+}
+
+impl Default for AnswersForms {
+    fn default() -> Self {
+        AnswersForms { asked: Arc::default(), content: json!({"name": "Ada"}) }
+    }
 }
 
 impl ClientHandler for AnswersForms {
@@ -70,7 +78,7 @@ impl ClientHandler for AnswersForms {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
         self.asked.lock().expect("lock").push(message);
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ada"})))
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(self.content.clone()))
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -99,5 +107,57 @@ async fn rmcp_client_completes_an_input_required_round_trip_in_2026_07_28() {
     let done = tokio::time::timeout(WAIT, client.call_tool(params)).await.expect("in time").expect("tools/call with the answer");
     assert_eq!(done.content[0].as_text().expect("text").text, "Hello, Ada!");
     assert_eq!(*handler.asked.lock().expect("lock"), ["What is your name?"]);
+    client.cancel().await.expect("close");
+}
+
+/// Lists, calls, reads and gets a prompt from the conformance plugin.
+async fn exercise_conformance<S: rmcp::service::Service<RoleClient>>(client: &rmcp::service::RunningService<RoleClient, S>) {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|tool| tool.name == "test_simple_text"));
+    let result = client.call_tool(CallToolRequestParams::new("test_simple_text")).await.expect("tools/call");
+    assert_eq!(result.content[0].as_text().expect("text").text, "This is a simple text response for testing.");
+    let read = client.read_resource(ReadResourceRequestParams::new("test://static-text")).await.expect("resources/read");
+    let read = serde_json::to_value(&read.contents).expect("serialize");
+    assert_eq!(read[0]["text"], "This is the content of the static text resource.");
+    let prompt = client.get_prompt(GetPromptRequestParams::new("test_simple_prompt")).await.expect("prompts/get");
+    assert!(serde_json::to_string(&prompt.messages).expect("serialize").contains("This is a simple prompt for testing."));
+}
+
+fn http_transport(host: &paddock_tests::http::HttpHost) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
+    rmcp::transport::StreamableHttpClientTransport::from_uri(host.url("/mcp"))
+}
+
+#[tokio::test]
+async fn rmcp_client_over_streamable_http_in_a_legacy_session_answers_a_question() {
+    let plugins = conformance_plugins();
+    let host = paddock_tests::http::HttpHost::start(plugins.path(), &[]).await.expect("serve");
+    let handler = AnswersForms { content: json!({"username": "ada", "email": "ada@example.com"}), ..AnswersForms::default() };
+    let client = tokio::time::timeout(WAIT, handler.clone().serve(http_transport(&host))).await.expect("in time").expect("initialize");
+    assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2025_11_25);
+    tokio::time::timeout(WAIT, exercise_conformance(&client)).await.expect("in time");
+    let args = json!({"message": "Who are you?"}).as_object().cloned().expect("object");
+    let asked = CallToolRequestParams::new("test_elicitation").with_arguments(args);
+    let done = tokio::time::timeout(WAIT, client.call_tool(asked)).await.expect("in time").expect("tools/call");
+    let text = &done.content[0].as_text().expect("text").text;
+    assert!(text.starts_with("User response: action=accept") && text.contains("ada@example.com"), "{text}");
+    assert_eq!(*handler.asked.lock().expect("lock"), ["Who are you?"]);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn rmcp_client_over_streamable_http_in_2026_07_28_completes_an_input_round() {
+    let plugins = conformance_plugins();
+    let host = paddock_tests::http::HttpHost::start(plugins.path(), &[]).await.expect("serve");
+    let handler = AnswersForms::default();
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client =
+        tokio::time::timeout(WAIT, handler.clone().serve_with_lifecycle(http_transport(&host), lifecycle)).await.expect("in time").expect("discover");
+    assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2026_07_28);
+    tokio::time::timeout(WAIT, exercise_conformance(&client)).await.expect("in time");
+    let done = tokio::time::timeout(WAIT, client.call_tool(CallToolRequestParams::new("test_input_required_result_elicitation")))
+        .await
+        .expect("in time")
+        .expect("tools/call with the answer");
+    assert_eq!(done.content[0].as_text().expect("text").text, "Hello, Ada!");
     client.cancel().await.expect("close");
 }
