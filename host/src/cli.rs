@@ -110,6 +110,10 @@ struct HttpArgs {
     /// A legacy session unused for this long ends (e.g. 30m, 90s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration, requires = "http")]
     session_idle: std::time::Duration,
+    /// Interval of SSE keep-alive comments and WebSocket pings; a WebSocket client silent for
+    /// three intervals (no pong) is closed.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration, requires = "http")]
+    keep_alive: std::time::Duration,
     /// How long in-flight calls may run on after SIGTERM or SIGINT.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, requires = "http")]
     shutdown_grace: std::time::Duration,
@@ -264,7 +268,16 @@ async fn serve_http(addr: std::net::SocketAddr, args: &HttpArgs, plugins_dir: &P
     if access.any_host {
         tracing::warn!("listening on a non-loopback address without --allow-host: any Host is accepted (the bearer token protects the server)");
     }
-    let limits = HttpLimits { max_sessions: args.max_sessions, max_connections: args.max_connections, session_idle: args.session_idle, ..HttpLimits::default() };
+    if args.keep_alive.is_zero() {
+        bail!("--keep-alive must be longer than zero");
+    }
+    let limits = HttpLimits {
+        max_sessions: args.max_sessions,
+        max_connections: args.max_connections,
+        session_idle: args.session_idle,
+        keep_alive: args.keep_alive,
+        ..HttpLimits::default()
+    };
     let options = HttpOptions { access, limits, shutdown_grace: args.shutdown_grace };
     let listener = HttpListener::bind(addr, options).await.with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr().context("cannot read the bound address")?;

@@ -134,3 +134,49 @@ async fn http_sse_names_its_endpoint_and_answers_on_the_stream() -> Result<()> {
     assert_eq!(client.post(&post_url).body(call.to_string()).send().await?.status(), 404);
     Ok(())
 }
+
+#[tokio::test]
+async fn the_server_pings_and_closes_a_websocket_client_that_never_answers() -> Result<()> {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--keep-alive", "200ms"]).await?;
+    // A client that reads sees pings (and answers them, which keeps it connected).
+    let (mut alive, _) = connect(&host, Some("mcp")).await?;
+    let ping = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(Ok(Message::Ping(_))) = alive.next().await {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(ping.is_ok(), "the server pings");
+    // A client that never reads never answers a ping: it is closed after three intervals.
+    let (silent, _) = connect(&host, Some("mcp")).await?;
+    let closed = host.wait_for_log("sent nothing, not even a pong");
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            line = &mut closed => { line?; break }
+            frame = alive.next() => { frame.context("the reading client stays connected")??; }
+        }
+    }
+    drop(silent);
+    alive.send(Message::text(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())).await?;
+    assert_eq!(next_json(&mut alive).await?["id"], 1, "the client that answers its pings is still served");
+    Ok(())
+}
+
+#[tokio::test]
+async fn idle_sse_streams_carry_keep_alive_comments() -> Result<()> {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--keep-alive", "100ms"]).await?;
+    let response = reqwest::Client::new().get(host.url("/sse")).header("accept", "text/event-stream").send().await?;
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains(": keep-alive") {
+        let chunk = tokio::time::timeout(WAIT, body.next()).await?.context("the stream stays open")??;
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.starts_with("event: endpoint\n"), "{seen}");
+    Ok(())
+}

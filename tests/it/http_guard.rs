@@ -168,6 +168,16 @@ async fn sigterm_lets_running_calls_answer_closes_streams_and_exits() -> Result<
             anyhow::Ok(serde_json::from_str::<Value>(&response.text().await?)?)
         }
     });
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let opened = reqwest::Client::new().post(host.url("/mcp")).header("accept", "application/json").body(init.to_string()).send().await?;
+    let session = opened.headers()["mcp-session-id"].to_str()?.to_owned();
+    let get = reqwest::Client::new().get(host.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", &session).send().await?;
+    assert_eq!(get.status(), 200);
+    let mut standalone = EventReader::new(get);
+    let mut ws = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+    ws.headers_mut().insert("sec-websocket-protocol", "mcp".parse()?);
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws).await?;
+
     host.wait_for_log("request admitted").await?;
     host.terminate()?;
     host.wait_for_log("shutting down").await?;
@@ -175,6 +185,18 @@ async fn sigterm_lets_running_calls_answer_closes_streams_and_exits() -> Result<
     let closing = listen.next_message().await?;
     assert_eq!(closing["id"], 2, "the listen request ends with its closing result: {closing}");
     assert!(listen.next().await?.is_none(), "and its stream ends");
+    assert!(standalone.next().await?.is_none(), "a session's GET stream ends");
+    let closed = tokio::time::timeout(WAIT, async {
+        loop {
+            match futures::StreamExt::next(&mut socket).await {
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => {}
+                _ => return None,
+            }
+        }
+    })
+    .await?;
+    assert_eq!(closed, Some(1001), "a WebSocket is closed as going away");
     let answered = tokio::time::timeout(WAIT, call).await???;
     assert_eq!(answered["result"]["content"][0]["text"], "in-flight: computed in 1.5 s", "{answered}");
     assert_eq!(host.exit_code(WAIT).await?, 0);
