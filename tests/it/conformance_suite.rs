@@ -1,7 +1,6 @@
 //! The official conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, on
 //! Node 22) against `paddock serve --http` with the conformance plugin, for both requirement
-//! sets. Every scenario it runs must pass, scored or not, and no check may fail; the one warning
-//! allowed is listed with its reason in the README ("Conformance").
+//! sets. Every scenario it runs must pass, scored or not, and no check may fail or warn.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -10,11 +9,8 @@ use paddock_tests::http::HttpHost;
 use paddock_tests::{WAIT, conformance_plugins, installed_client, repo_root};
 use serde_json::Value;
 
-/// Checks that may report WARNING, each with the reason the README gives.
-const ALLOWED_WARNINGS: &[&str] = &[
-    // Answers sent without a `requestState` are ignored: nothing proves which questions were asked.
-    "input-required-result-ignore-extra-params/sep-2322-ignore-unexpected-params",
-];
+/// Checks that may report WARNING (each with its reason in the README): none.
+const ALLOWED_WARNINGS: &[&str] = &[];
 
 async fn run_suite(requirements: &str, scenarios: usize) {
     let Some(node) = installed_client("PADDOCK_TEST_NODE", "Node 22 with the conformance suite") else { return };

@@ -5,7 +5,8 @@
 //! state). On 2026-07-28 the session answers `resultType: "input_required"` with the requests
 //! and a sealed `requestState`; the client's retry brings the answers, which are checked
 //! against the sealed round (extra keys ignored, missing ones asked again without running the
-//! plugin) before the plugin runs again with them. On a legacy session the session asks the
+//! plugin) before the plugin runs again with them. Answers sent without a round are used only
+//! if they cover every key the plugin asks in that same request. On a legacy session the session asks the
 //! client itself (`sampling/createMessage`, `elicitation/create`, `roots/list`), waits for
 //! the answers under its own timeout (the plugin is not running meanwhile, so its deadline is
 //! not spent), and runs the plugin again. In both eras a request needing a capability the
@@ -174,13 +175,13 @@ impl Session {
             (Era::Legacy { .. }, CallMode::Experimental { ttl }) => self.start_experimental_task(target, params, context, era, cx, ttl).await,
             (Era::Legacy { .. }, _) => self.serve_in_session(&target, context, era, cx, None).await,
             (Era::Modern { .. }, mode) => {
-                let context = match self.open_round(&target, params, context, era)? {
-                    Opened::Ready(context) => context,
+                let (context, unsealed) = match self.open_round(&target, params, context, era)? {
+                    Opened::Ready(context, unsealed) => (context, unsealed),
                     Opened::AskAgain(finished) => return Ok(finished),
                 };
                 match mode {
                     CallMode::Extension { required } => self.call_as_extension_task(target, context, era, cx, required).await,
-                    _ => self.serve_stateless(&target, context, era, cx).await,
+                    _ => self.serve_stateless(&target, context, unsealed, era, cx).await,
                 }
             }
         }
@@ -223,14 +224,38 @@ impl Session {
             }
             context.input_responses = round.answered;
             context.state = round.plugin_state;
+            return Ok(Opened::Ready(context, Map::new()));
         }
-        Ok(Opened::Ready(context))
+        Ok(Opened::Ready(context, responses))
     }
 
     /// 2026-07-28: one run per request; input goes back to the client in a sealed round.
-    async fn serve_stateless(&self, target: &Target, context: RequestContext, era: Era, cx: &CallContext) -> Result<Finished, ErrorObject> {
-        let cx = cx.clone().with_request(context.clone());
-        let (plugin, outcome) = self.run_once(target, era, &cx).await?;
+    ///
+    /// A request that brought answers without a round (`unsealed`) may still use them: when
+    /// the plugin asks, and the answers cover every key it asked, it runs once more with the
+    /// answers to exactly those keys (under the methods it named, checked like any answer);
+    /// other keys are dropped. Otherwise the answers are ignored and the question goes back.
+    async fn serve_stateless(&self, target: &Target, context: RequestContext, unsealed: Map<String, Value>, era: Era, cx: &CallContext) -> Result<Finished, ErrorObject> {
+        let run = cx.clone().with_request(context.clone());
+        let (plugin, outcome) = self.run_once(target, era, &run).await?;
+        let required = match outcome {
+            Outcome::Complete(finished) => return Ok(finished),
+            Outcome::InputRequired(required) => required,
+        };
+        let covered = !unsealed.is_empty() && !required.requests.is_empty() && required.requests.iter().all(|r| unsealed.contains_key(&r.key));
+        if !covered {
+            return self.answer_input_required(target, &plugin, &context, required);
+        }
+        refuse_undeclared(&required, &context.client_capabilities, &plugin)?;
+        let mut answered = context.clone();
+        answered.input_responses = required
+            .requests
+            .iter()
+            .map(|r| InputResponse { key: r.key.clone(), method: r.method, result: unsealed[&r.key].clone() })
+            .collect();
+        answered.state = required.state;
+        let run = cx.clone().with_request(answered);
+        let (plugin, outcome) = self.run_once(target, era, &run).await?;
         match outcome {
             Outcome::Complete(finished) => Ok(finished),
             Outcome::InputRequired(required) => self.answer_input_required(target, &plugin, &context, required),
@@ -400,8 +425,9 @@ impl Session {
 
 /// A 2026-07-28 request after its sealed round is opened.
 enum Opened {
-    /// Ready to run, with the answers and state of the round.
-    Ready(RequestContext),
+    /// Ready to run, with the answers and state of the round; or, for a request that carries
+    /// answers but no round, those answers, kept aside until the plugin asks.
+    Ready(RequestContext, Map<String, Value>),
     /// Answers are still missing: this asks for them again.
     AskAgain(Finished),
 }

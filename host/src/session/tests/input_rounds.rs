@@ -41,6 +41,22 @@ async fn a_stateless_round_trip_asks_by_key_and_resumes_with_the_answer_and_the_
 }
 
 #[tokio::test]
+async fn answers_sent_without_a_round_are_used_only_when_they_cover_what_the_plugin_asks() {
+    let mut h = Harness::new();
+    let unsealed = |id: u32, responses: Value| stateless(id, "tools/call", ALL_CAPS, &format!(r#""name":"fake_ask_name","arguments":{{}},"inputResponses":{responses}"#));
+    let done = h.ask(&unsealed(1, json!({"user_name": accept("Ada"), "unknown_extra_key": accept("Eve")}))).await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], r#"Hello, Ada (state Some("asked"), protocol 2026-07-28)"#, "the plugin's own state from its first run");
+    let asked = h.ask(&unsealed(2, json!({"wrong_key": accept("Eve")}))).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "a key the plugin did not ask answers nothing: {asked}");
+    // (An answer of the wrong shape is refused by the runtime like any answer: the conformance
+    // suite's `input-required-result-validate-input` shows it on the real plugin.)
+    let none = h.ask(&unsealed(4, Value::Null)).await;
+    assert_eq!(none["result"]["resultType"], "input_required");
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
 async fn a_tampered_replayed_or_expired_state_is_invalid_params() {
     let mut h = Harness::new();
     let first = h.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_ask_name","arguments":{"a":1}"#)).await["result"].clone();

@@ -69,6 +69,10 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
         ping.tick().await;
         let close = loop {
             tokio::select! {
+                // The close frame is chosen before the queue's end: the session is dropped
+                // right after it is sent.
+                biased;
+                close = &mut close_rx => break close.ok(),
                 frame = queue.recv() => match frame {
                     Some(frame) => {
                         if sink.send(Message::Text(frame.line.into())).await.is_err() {
@@ -82,7 +86,6 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
                         return;
                     }
                 }
-                close = &mut close_rx => break close.ok(),
             }
         };
         // Whatever is still queued goes out before the close frame.
