@@ -203,3 +203,17 @@ async fn sigterm_lets_running_calls_answer_closes_streams_and_exits() -> Result<
     assert!(tokio::net::TcpStream::connect(host.addr).await.is_err(), "nothing listens any more");
     Ok(())
 }
+
+#[tokio::test]
+async fn health_answers_at_once_and_readiness_waits_for_the_plugins() -> Result<()> {
+    let plugins = conformance_plugins();
+    let cold = tempfile::tempdir()?;
+    // A cold cache: the plugin is compiled after the listener is up.
+    let host = HttpHost::spawn(plugins.path(), "127.0.0.1:0", &[], &[("PADDOCK_CACHE_DIR", cold.path().to_str().unwrap_or_default())]).await?;
+    assert_eq!(reqwest::get(host.url("/healthz")).await?.status(), 200);
+    assert_eq!(reqwest::get(host.url("/readyz")).await?.status(), 503, "still compiling");
+    assert_eq!(post_discover(&host, &[]).await?.status(), 503, "MCP waits for the plugins");
+    host.wait_ready().await?;
+    assert_eq!(post_discover(&host, &[]).await?.status(), 200);
+    Ok(())
+}
