@@ -123,6 +123,8 @@ pub struct Session {
     legacy: Mutex<LegacyState>,
     in_flight: Mutex<HashMap<Id, InFlight>>,
     admitted: Arc<Semaphore>,
+    /// Every request task, until its reply is queued (what `drain` waits for).
+    requests: tokio_util::task::TaskTracker,
     listens: Arc<Semaphore>,
     generation: AtomicU64,
     /// Cancelled when the client's input ends: listen requests and the change feed stop.
@@ -166,6 +168,7 @@ impl Session {
             }),
             in_flight: Mutex::new(HashMap::new()),
             admitted: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            requests: tokio_util::task::TaskTracker::new(),
             listens: Arc::new(Semaphore::new(MAX_LISTENS)),
             generation: AtomicU64::new(0),
             input_ended: CancellationToken::new(),
@@ -265,8 +268,8 @@ impl Session {
 
     /// Waits until no request is in flight, or `timeout` passes.
     pub async fn drain(&self, timeout: Duration) {
-        let all = u32::try_from(MAX_IN_FLIGHT).unwrap_or(u32::MAX);
-        let _ = tokio::time::timeout(timeout, self.admitted.acquire_many(all)).await;
+        self.requests.close();
+        let _ = tokio::time::timeout(timeout, self.requests.wait()).await;
     }
 
     /// Requests in flight now (running or waiting for their plugin).
@@ -332,13 +335,12 @@ impl Session {
         let Some(admitted) = self.admit(&id, &dest).await else { return };
         tracing::debug!(request = %id, method = %crate::escape::Escaped(&method), "request admitted");
         let session = Arc::clone(self);
-        tokio::spawn(REQUEST_STREAM.scope(dest.out, async move {
+        self.requests.spawn(REQUEST_STREAM.scope(dest.out, async move {
             let Admitted { permit, cx, generation, events } = admitted;
-            let _permit = permit;
             if listen {
-                session.listen(id, generation, params, era, cx).await;
+                session.listen(id, generation, params, era, cx, permit).await;
             } else {
-                session.run_plugin_request(id, generation, method, params, era, cx, events).await;
+                session.run_plugin_request(id, generation, method, params, era, cx, events, permit).await;
             }
         }));
     }
@@ -408,7 +410,7 @@ impl Session {
     /// Serves a 2026-07-28 `subscriptions/listen`: the acknowledgement first, then each change
     /// the client asked for, tagged with the request's id, until the client cancels the request
     /// (no reply) or its input ends (the closing result).
-    async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext) {
+    async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext, permit: OwnedSemaphorePermit) {
         let opened = match Arc::clone(&self.listens).try_acquire_owned() {
             Ok(listening) => {
                 let tasks_declared = task_calls::declares_extension(&self.request_context(params.as_ref(), era));
@@ -420,6 +422,7 @@ impl Session {
             Ok(opened) => opened,
             Err(error) => {
                 if let Some(entry) = self.finish(&id, generation) {
+                    drop(permit);
                     self.deliver_error(&entry.dest, &id, &error).await;
                 }
                 return;
@@ -441,6 +444,7 @@ impl Session {
             }
         }
         if let Some(entry) = self.finish(&id, generation) {
+            drop(permit);
             let closing = rounds::Finished { result: subscriptions::closing_result(&id), cache: None };
             self.reply(&entry.dest, &id, "subscriptions/listen", era, Ok(closing)).await;
         }
@@ -524,6 +528,7 @@ impl Session {
         era: Era,
         cx: CallContext,
         mut events: mpsc::Receiver<crate::plugin::CallEvent>,
+        permit: OwnedSemaphorePermit,
     ) {
         let notifier = methods::Notifier::new(params.as_ref(), era, self.legacy_log_level());
         // A panic anywhere below becomes an error reply, never a request left unanswered.
@@ -570,6 +575,9 @@ impl Session {
             }
             None => return,
         };
+        // The request stops counting as in flight before its reply can reach the client, so a
+        // client that keeps exactly `MAX_IN_FLIGHT` requests going is never refused.
+        drop(permit);
         self.reply(&entry.dest, &id, &method, era, outcome).await;
     }
 

@@ -88,8 +88,9 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
                 }
             }
         };
-        // Whatever is still queued goes out before the close frame.
-        while let Some(frame) = queue.try_recv() {
+        // Whatever is still queued goes out before the close frame: the queue ends once the
+        // session and its request tasks are gone.
+        while let Some(frame) = queue.recv().await {
             if sink.send(Message::Text(frame.line.into())).await.is_err() {
                 return;
             }
