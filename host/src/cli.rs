@@ -119,18 +119,27 @@ struct HttpArgs {
     shutdown_grace: std::time::Duration,
 }
 
+/// A duration on the command line that cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum DurationError {
+    #[error("`{0}` is not a duration (e.g. 500ms, 90s, 30m, 2h)")]
+    NotANumber(String),
+    #[error("unknown unit `{0}` (use ms, s, m or h)")]
+    UnknownUnit(String),
+}
+
 /// A duration such as `500ms`, `90s`, `30m` or `2h` (a bare number is seconds).
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration (e.g. 500ms, 90s, 30m, 2h)"))?;
+    let number: u64 = number.parse().map_err(|_| DurationError::NotANumber(text.to_owned()))?;
     let millis = match unit.trim() {
         "ms" => number,
         "" | "s" => number.saturating_mul(1000),
         "m" => number.saturating_mul(60_000),
         "h" => number.saturating_mul(3_600_000),
-        other => return Err(format!("unknown unit `{other}` (use ms, s, m or h)")),
+        other => return Err(DurationError::UnknownUnit(other.to_owned())),
     };
     Ok(std::time::Duration::from_millis(millis))
 }
