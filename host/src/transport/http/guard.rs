@@ -21,7 +21,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -207,8 +207,7 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 
 /// A refusal with a JSON-RPC error body (no id: no message was read).
 pub(super) fn refusal(status: StatusCode, message: &str) -> Response {
-    let body = crate::jsonrpc::error_line(None, &crate::jsonrpc::ErrorObject::new(crate::jsonrpc::INVALID_REQUEST, message));
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    super::json_reply(status, crate::jsonrpc::error_line(None, &crate::jsonrpc::ErrorObject::new(crate::jsonrpc::INVALID_REQUEST, message)))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -20,8 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::guard::refusal;
 use super::sessions::Flavor;
 use super::streamable::SESSION_QUEUE;
-use super::{Shared, sse};
-use crate::jsonrpc::{self, ErrorObject};
+use super::{Accepts, Shared, parse_body, sse};
 use crate::session::{OutboundReceiver, Session, outbound};
 
 /// GET /sse: a new session and its stream.
@@ -30,9 +29,7 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, headers: HeaderMap) 
         Ok(server) => server,
         Err(response) => return response,
     };
-    if let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok())
-        && !(accept.contains("text/event-stream") || accept.contains("*/*"))
-    {
+    if !Accepts::of(&headers).sse {
         return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
     }
     let (out, queue) = outbound(SESSION_QUEUE);
@@ -84,7 +81,7 @@ fn channel_body(endpoint: Bytes, queue: OutboundReceiver, close: CancellationTok
         tokio::pin!(ticker);
         let event = tokio::select! {
             frame = queue.recv() => sse::message_event(None, &frame?.line),
-            () = &mut ticker => Bytes::from_static(b": keep-alive\n\n"),
+            () = &mut ticker => sse::KEEP_ALIVE,
             () = close.cancelled() => return None,
         };
         Some((Ok(event), (queue, close, ended)))
@@ -100,9 +97,9 @@ pub(super) async fn message(State(shared): State<Arc<Shared>>, Query(query): Que
     let Some(http) = shared.sessions.get(id, Flavor::Sse) else {
         return refusal(StatusCode::NOT_FOUND, "session not found: its stream closed");
     };
-    let Ok(value) = std::str::from_utf8(&body).map_err(|_| ()).and_then(|text| jsonrpc::parse_json(text).map_err(|_| ())) else {
-        let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the body is not one JSON text");
-        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], jsonrpc::error_line(None, &error)).into_response();
+    let value = match parse_body(&body) {
+        Ok(value) => value,
+        Err(response) => return response,
     };
     http.touch();
     http.session.handle_value(value).await;

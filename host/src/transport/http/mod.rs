@@ -250,6 +250,40 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     }
 }
 
+/// The media types a client accepts (no `Accept` header takes either).
+#[derive(Debug, Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+impl Accepts {
+    fn of(headers: &axum::http::HeaderMap) -> Accepts {
+        let Some(accept) = headers.get(axum::http::header::ACCEPT).and_then(|a| a.to_str().ok()) else {
+            return Accepts { json: true, sse: true };
+        };
+        let types: Vec<String> = accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
+        let any = types.iter().any(|t| t == "*/*");
+        Accepts {
+            json: any || types.iter().any(|t| t == "application/json" || t == "application/*"),
+            sse: any || types.iter().any(|t| t == "text/event-stream" || t == "text/*"),
+        }
+    }
+}
+
+/// A request body as one JSON text; anything else is answered 400 with −32700.
+fn parse_body(body: &[u8]) -> Result<serde_json::Value, axum::response::Response> {
+    std::str::from_utf8(body).ok().and_then(|text| crate::jsonrpc::parse_json(text).ok()).ok_or_else(|| {
+        let error = crate::jsonrpc::ErrorObject::new(crate::jsonrpc::PARSE_ERROR, "parse error: the body is not one JSON text");
+        json_reply(StatusCode::BAD_REQUEST, crate::jsonrpc::error_line(None, &error))
+    })
+}
+
+/// A JSON-RPC message as the whole answer.
+fn json_reply(status: StatusCode, line: String) -> axum::response::Response {
+    (status, [(axum::http::header::CONTENT_TYPE, "application/json")], line).into_response()
+}
+
 /// A short text answer.
 fn plain(status: StatusCode, text: &'static str) -> axum::response::Response {
     (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()

@@ -29,7 +29,7 @@ const LIVE_QUEUE: usize = 32;
 /// How long a client waits before it reconnects a stream the server closed, in milliseconds.
 pub(super) const RETRY_MS: u64 = 1000;
 /// A comment line that keeps intermediaries from closing an idle stream.
-const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+pub(super) const KEEP_ALIVE: Bytes = Bytes::from_static(b": keep-alive\n\n");
 
 /// One `message` event carrying a JSON-RPC message.
 pub(super) fn message_event(id: Option<&str>, data: &str) -> Bytes {
@@ -87,7 +87,7 @@ pub(super) fn body(replay: Vec<Bytes>, live: Option<mpsc::Receiver<Bytes>>, keep
         tokio::pin!(ticker);
         let next = tokio::select! {
             next = live.recv() => next?,
-            () = &mut ticker => Bytes::from_static(KEEP_ALIVE),
+            () = &mut ticker => KEEP_ALIVE,
             () = cancelled(stop.as_ref()) => return None,
         };
         Some((Ok(next), (Some(live), stop)))

@@ -27,8 +27,8 @@ use serde_json::Value;
 use super::guard::refusal;
 use super::headers::{self, PROTOCOL_VERSION};
 use super::sessions::{Flavor, HttpSession};
-use super::{Shared, sse};
-use crate::jsonrpc::{self, ErrorObject};
+use super::{Accepts, Shared, json_reply, parse_body, sse};
+use crate::jsonrpc;
 use crate::session::{
     Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound,
 };
@@ -39,27 +39,6 @@ const LAST_EVENT_ID: &str = "last-event-id";
 const POST_QUEUE: OutboundLimits = OutboundLimits { messages: 256, bytes: 8 << 20 };
 /// What a session's own stream (the GET stream) may hold.
 pub(super) const SESSION_QUEUE: OutboundLimits = OutboundLimits { messages: 1024, bytes: 16 << 20 };
-
-/// The media types a client accepts.
-#[derive(Debug, Clone, Copy)]
-struct Accepts {
-    json: bool,
-    sse: bool,
-}
-
-impl Accepts {
-    fn of(headers: &HeaderMap) -> Accepts {
-        let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()) else {
-            return Accepts { json: true, sse: true };
-        };
-        let types: Vec<String> = accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
-        let any = types.iter().any(|t| t == "*/*");
-        Accepts {
-            json: any || types.iter().any(|t| t == "application/json" || t == "application/*"),
-            sse: any || types.iter().any(|t| t == "text/event-stream" || t == "text/*"),
-        }
-    }
-}
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
@@ -80,12 +59,9 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
     {
         return refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
     }
-    let value = match std::str::from_utf8(&body).map_err(|_| ()).and_then(|text| jsonrpc::parse_json(text).map_err(|_| ())) {
+    let value = match parse_body(&body) {
         Ok(value) => value,
-        Err(()) => {
-            let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the body is not one JSON text");
-            return json_reply(StatusCode::BAD_REQUEST, jsonrpc::error_line(None, &error));
-        }
+        Err(response) => return response,
     };
     let session_id = header_str(&headers, SESSION_ID);
     let version = header_str(&headers, PROTOCOL_VERSION);
@@ -246,7 +222,7 @@ fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, sh
                             return None;
                         }
                     },
-                    () = &mut ticker => return Some((Ok::<Bytes, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n")), state)),
+                    () = &mut ticker => return Some((Ok::<Bytes, std::convert::Infallible>(sse::KEEP_ALIVE), state)),
                     () = state.stop.cancelled(), if !state.stopping => {
                         state.stopping = true;
                         if let Some(session) = state.guard.0.upgrade() {
@@ -288,10 +264,6 @@ fn modern_status(code: i64) -> StatusCode {
         code if (-32768..=-32000).contains(&code) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
-}
-
-fn json_reply(status: StatusCode, line: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], line).into_response()
 }
 
 /// GET /mcp: the session's own stream, or any of its streams resumed after `Last-Event-ID`.
