@@ -4,10 +4,8 @@
 //! (2.12) over Streamable HTTP in each of its eras. Each lists tools, calls one, reads a
 //! resource, gets a prompt and answers an input request where the client can.
 
-use std::process::Stdio;
-
 use paddock_tests::http::HttpHost;
-use paddock_tests::{WAIT, conformance_plugins, installed_client, repo_root};
+use paddock_tests::{conformance_plugins, installed_client, run_client_script};
 use serde_json::Value;
 
 /// Runs a client script against a fresh host; its JSON summary, or `None` when the client's
@@ -16,20 +14,10 @@ async fn run_client(runtime: (&str, &str), script: &str, args: &[&str]) -> Optio
     let interpreter = installed_client(runtime.0, runtime.1)?;
     let plugins = conformance_plugins();
     let host = HttpHost::start(plugins.path(), &[]).await.expect("paddock serves over HTTP");
-    let child = tokio::process::Command::new(interpreter)
-        .arg(repo_root().join("tests/clients").join(script))
-        .arg(host.url(""))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn the client");
-    let out = tokio::time::timeout(WAIT, child.wait_with_output()).await.expect("the client finished in time").expect("the client ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{script} {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}\nserver log:\n{}", host.log_text());
-    Some(serde_json::from_str(stdout.trim().lines().last().unwrap_or_default()).expect("the client prints a JSON summary"))
+    let url = host.url("");
+    let mut argv: Vec<&std::ffi::OsStr> = vec![url.as_ref()];
+    argv.extend(args.iter().map(std::ffi::OsStr::new));
+    Some(run_client_script(&interpreter, script, &argv, || format!("server log:\n{}", host.log_text())).await)
 }
 
 const PYTHON: (&str, &str) = ("PADDOCK_TEST_PYTHON", "the Python client (mcp 2.3.0)");

@@ -1,8 +1,6 @@
 //! Drives `paddock serve` with the official MCP Python SDK client in both protocol eras.
 
-use std::process::Stdio;
-
-use paddock_tests::{PluginDir, WAIT, conformance_plugins, fixture_wasm, paddock_bin, repo_root, sample_wasm, test_cache_dir};
+use paddock_tests::{PluginDir, conformance_plugins, fixture_wasm, paddock_bin, run_client_script, sample_wasm};
 
 /// The venv interpreter with `mcp` installed.
 fn python() -> Option<String> {
@@ -16,23 +14,8 @@ async fn run_python_client(mode: &str) -> serde_json::Value {
 
 async fn run_python_script(script: &str, plugins: &PluginDir, mode: &str) -> serde_json::Value {
     let Some(python) = python() else { return serde_json::Value::Null };
-    let script = repo_root().join("tests/clients/py").join(script);
-    let child = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(paddock_bin())
-        .arg(plugins.path())
-        .arg(mode)
-        .env("PADDOCK_CACHE_DIR", test_cache_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn python client");
-    let out = tokio::time::timeout(WAIT, child.wait_with_output()).await.expect("python client finished in time").expect("python client ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "python client failed ({mode}):\nstdout: {stdout}\nstderr: {stderr}");
-    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default()).expect("python client prints a JSON summary")
+    let (binary, mode) = (paddock_bin(), std::ffi::OsString::from(mode));
+    run_client_script(&python, &format!("py/{script}"), &[binary.as_os_str(), plugins.path().as_os_str(), &mode], String::new).await
 }
 
 #[tokio::test]

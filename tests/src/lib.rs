@@ -47,6 +47,25 @@ pub fn installed_client(var: &str, what: &str) -> Option<String> {
     }
 }
 
+/// Runs a client script (`tests/clients/<script>`) with `interpreter` and `args`, within `WAIT`;
+/// it must succeed, and its last stdout line is its JSON summary. A failure shows both outputs
+/// and `context` (for example the server's log).
+pub async fn run_client_script(interpreter: &str, script: &str, args: &[&std::ffi::OsStr], context: impl FnOnce() -> String) -> Value {
+    let child = Command::new(interpreter)
+        .arg(repo_root().join("tests/clients").join(script))
+        .args(args)
+        .env("PADDOCK_CACHE_DIR", test_cache_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {script}: {e}"));
+    let out = tokio::time::timeout(WAIT, child.wait_with_output()).await.expect("the client finished in time").expect("the client ran");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{script} {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}\n{}", context());
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default()).expect("the client prints a JSON summary")
+}
+
 /// A sample plugin component from `sample-plugins/` (`text`, `files`, `fetch`).
 pub fn sample_wasm(name: &str) -> PathBuf {
     let path = repo_root().join("sample-plugins/target/wasm32-wasip2/release").join(format!("{name}.wasm"));
