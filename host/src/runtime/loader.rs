@@ -206,14 +206,16 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
     check_world(&component).map_err(problem)?;
     let sandbox = Sandbox::new(&id, Grant::default(), runtime.services.clone()).map_err(|e| problem(e.into()))?;
-    let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await.map_err(problem)?;
+    let pre = WasmPlugin::link(&runtime.linker, &component).map_err(problem)?;
+    let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone()).await.map_err(problem)?;
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
 pub(super) async fn load_one(runtime: &Runtime, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
     let (component, cache) = compile(runtime, &sandbox.plugin, path).await?;
     check_world(&component)?;
-    let plugin = WasmPlugin::new(&component, sandbox, runtime.global.clone()).await?;
+    let pre = WasmPlugin::link(&runtime.linker, &component)?;
+    let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone()).await?;
     Ok((plugin, cache))
 }
 

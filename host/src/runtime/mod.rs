@@ -32,12 +32,14 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
+use wasmtime::component::Linker;
 
 pub use cache::{CacheOutcome, default_cache_dir};
 pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
 pub use json::MAX_JSON_DEPTH;
 pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
+pub use engine::SlotReset;
 pub use plugin::WasmPlugin;
 pub use refusals::RefusalCounters;
 pub use sandbox::SandboxError;
@@ -51,6 +53,9 @@ pub struct RuntimeOptions {
     pub no_cache: bool,
     /// Use the pooling allocator (falls back to on-demand allocation if it cannot be set up).
     pub pooling: bool,
+    /// Keep the first MiB of each pooled memory and table resident between calls, resetting
+    /// only the pages a call dirtied; used where the kernel has `PAGEMAP_SCAN` (Linux 6.7+).
+    pub keep_resident: bool,
     /// Most instances alive at once, across all plugins: the pool size and the global gate.
     pub max_instances: u32,
     /// The largest memory limit any plugin may be granted, in bytes (sizes the pool's slots).
@@ -69,6 +74,7 @@ impl Default for RuntimeOptions {
             cache_dir: None,
             no_cache: false,
             pooling: true,
+            keep_resident: true,
             max_instances: 1000,
             max_memory: crate::policy::Limits::DEFAULT_MEMORY,
             resolver: None,
@@ -90,7 +96,9 @@ pub struct Runtime {
     engine: Engine,
     cache: Option<cache::Cache>,
     global: Arc<Semaphore>,
-    pooling: bool,
+    /// The host interfaces, linked once for every plugin.
+    linker: Arc<Linker<sandbox::HostState>>,
+    slot_reset: SlotReset,
     max_memory: u64,
     services: sandbox::HostServices,
 }
@@ -98,7 +106,7 @@ pub struct Runtime {
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
-            .field("pooling", &self.pooling)
+            .field("slot_reset", &self.slot_reset)
             .field("cache", &self.cache_dir())
             .finish_non_exhaustive()
     }
@@ -115,7 +123,9 @@ impl Runtime {
             egress: egress::Egress::new(resolver),
             descriptors: Arc::new(descriptors::DescriptorPool::for_process(options.max_descriptors)),
         };
-        let (engine, pooling) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let (engine, slot_reset) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        tracing::debug!(?slot_reset, "instance slots");
+        let linker = Arc::new(plugin::host_linker(&engine).map_err(|e| RuntimeError::Engine(e.to_string()))?);
         engine::start_ticker(&engine);
         let cache = if options.no_cache {
             None
@@ -135,7 +145,7 @@ impl Runtime {
             }
         };
         let global = Arc::new(Semaphore::new(options.max_instances.max(1) as usize));
-        Ok(Runtime { engine, cache, global, pooling, max_memory: options.max_memory, services })
+        Ok(Runtime { engine, cache, global, linker, slot_reset, max_memory: options.max_memory, services })
     }
 
     /// The compiled-plugin cache directory in use, if any.
@@ -150,7 +160,12 @@ impl Runtime {
 
     /// Whether the pooling allocator is in use (false after the on-demand fallback).
     pub fn is_pooling(&self) -> bool {
-        self.pooling
+        self.slot_reset != SlotReset::OnDemand
+    }
+
+    /// How instance slots are reset between calls.
+    pub fn slot_reset(&self) -> SlotReset {
+        self.slot_reset
     }
 
     /// Host file descriptors all plugins together may hold (the open-file limit less a

@@ -32,6 +32,18 @@ const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// The deadline of the load-time calls that read the catalog.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The host's interfaces (WASI p2, wasi:http, the audit hooks and `paddock:plugin/host`),
+/// linked once per engine and shared by every plugin.
+pub(crate) fn host_linker(engine: &wasmtime::Engine) -> Result<Linker<HostState>, LoadError> {
+    let mut linker = Linker::<HostState>::new(engine);
+    let link = |r: wasmtime::Result<()>| r.map_err(|e| LoadError::Link(e.to_string()));
+    link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
+    link(super::audit::add_to_linker(&mut linker))?;
+    link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
+    link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
+    Ok(linker)
+}
+
 /// A plugin served from a WebAssembly component.
 pub struct WasmPlugin {
     id: String,
@@ -67,22 +79,9 @@ struct Call {
 }
 
 impl WasmPlugin {
-    /// Links a compiled component against the host and reads its catalog in one instance.
-    pub(crate) async fn new(
-        component: &Component,
-        sandbox: Sandbox,
-        global: Arc<Semaphore>,
-    ) -> Result<WasmPlugin, LoadError> {
+    /// Serves a linked component under `sandbox`; reads its catalog in one instance.
+    pub(crate) async fn new(pre: PluginPre<HostState>, sandbox: Sandbox, global: Arc<Semaphore>) -> Result<WasmPlugin, LoadError> {
         let id = sandbox.plugin.clone();
-        let engine = component.engine();
-        let mut linker = Linker::<HostState>::new(engine);
-        let link = |r: wasmtime::Result<()>| r.map_err(|e| LoadError::Link(e.to_string()));
-        link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
-        link(super::audit::add_to_linker(&mut linker))?;
-        link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
-        link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
-        let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Imports(first_line(&e.to_string()).to_owned()))?;
-        let pre = PluginPre::new(pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
         let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
         let mut plugin = WasmPlugin {
             id: id.to_string(),
@@ -94,6 +93,16 @@ impl WasmPlugin {
         };
         plugin.catalog = plugin.read_catalog().await?;
         Ok(plugin)
+    }
+
+    /// Links a compiled component against the host once: the imports are resolved and the
+    /// exports' types checked here, so every call only instantiates.
+    ///
+    /// # Errors
+    /// An import the host does not provide, or exports of the wrong shape.
+    pub(crate) fn link(linker: &Linker<HostState>, component: &Component) -> Result<PluginPre<HostState>, LoadError> {
+        let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Imports(first_line(&e.to_string()).to_owned()))?;
+        PluginPre::new(pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))
     }
 
     /// The grant this plugin runs with.

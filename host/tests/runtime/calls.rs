@@ -18,12 +18,24 @@ fn limits(f: impl FnOnce(&mut Limits)) -> Grant {
 
 #[tokio::test]
 async fn each_call_runs_in_a_fresh_instance() {
-    let rt = runtime();
-    let plugin = load(&rt, "fixture", Grant::default()).await;
-    for _ in 0..3 {
-        assert_eq!(ok_text(call(&plugin, "counter", json!({})).await), "1");
+    // Both ways a pooled slot is reset: the dirty pages found by `PAGEMAP_SCAN` (where the
+    // kernel has it), and `madvise`. Calls that dirty far more than the resident part are
+    // interleaved, so both the kept and the decommitted part of a slot are reused.
+    for keep_resident in [true, false] {
+        let cache = repo_root().join("target/paddock-test-cache");
+        let options = RuntimeOptions { cache_dir: Some(cache), max_instances: 4, keep_resident, ..RuntimeOptions::default() };
+        let rt = Runtime::new(options).expect("runtime");
+        assert!(rt.is_pooling());
+        if !keep_resident {
+            assert_eq!(rt.slot_reset(), paddock::runtime::SlotReset::Decommit);
+        }
+        let plugin = load(&rt, "fixture", Grant::default()).await;
+        for round in 0..20 {
+            assert_eq!(ok_text(call(&plugin, "counter", json!({})).await), "1", "round {round}, keep_resident {keep_resident}");
+            assert_eq!(ok_text(call(&plugin, "alloc", json!({"mib": 8})).await), "allocated 8388608 bytes");
+        }
+        assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "héllo"})).await), "héllo");
     }
-    assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "héllo"})).await), "héllo");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
