@@ -1,6 +1,6 @@
 //! The stdio transport of the real binary: only protocol on stdout, framing errors, clean EOF.
 
-use paddock_tests::{PluginDir, StdioHost, first_text, fixture_wasm, sample_wasm};
+use paddock_tests::{PluginDir, StdioHost, first_text, fixture_wasm, paddock_bin, sample_wasm, test_cache_dir};
 use serde_json::json;
 
 #[tokio::test]
@@ -132,4 +132,60 @@ async fn json_logs_record_a_file_refusal_with_the_plugin_named() {
     assert_eq!(refusal["operation"], "read");
     assert_eq!(refusal["attempt"], "open-at /data/../../etc/passwd");
     assert_eq!(refusal["level"], "WARN");
+}
+
+/// The lines a client sends to initialize and call `text_echo` once.
+fn scripted_session(text: &str) -> String {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "text_echo", "arguments": {"text": text}}}),
+    ]
+    .iter()
+    .map(|m| format!("{m}\n"))
+    .collect()
+}
+
+/// Runs `paddock serve` over `stdin` to EOF and returns its stdout lines and exit code.
+async fn serve_to_eof(dir: &std::path::Path, stdin: std::process::Stdio) -> (Vec<serde_json::Value>, i32) {
+    let child = tokio::process::Command::new(paddock_bin())
+        .arg("serve")
+        .arg(dir)
+        .env("PADDOCK_CACHE_DIR", test_cache_dir())
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output()).await.expect("exits").expect("output");
+    let lines = String::from_utf8(output.stdout).expect("utf-8").lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    (lines, output.status.code().unwrap_or(-1))
+}
+
+#[tokio::test]
+async fn requests_from_a_regular_file_on_stdin_are_answered() {
+    // A regular file cannot be polled by the reactor: this is the blocking-thread path.
+    let plugins = PluginDir::new().add("text", &sample_wasm("text")).write("input.jsonl", &scripted_session("from a file"));
+    let input = std::fs::File::open(plugins.path().join("input.jsonl")).expect("open");
+    let (lines, code) = serve_to_eof(plugins.path(), input.into()).await;
+    assert_eq!(code, 0);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(first_text(&lines[1]["result"]), "from a file", "{lines:?}");
+}
+
+#[tokio::test]
+async fn a_pipe_on_stdin_is_served_and_left_blocking_as_it_was_found() {
+    use std::io::Write;
+    let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+    let (reader, mut writer) = std::io::pipe().expect("pipe");
+    // The test keeps its own handle on the same open pipe to read its flags after the exit.
+    let watched = reader.try_clone().expect("dup");
+    writer.write_all(scripted_session("from a pipe").as_bytes()).expect("write");
+    drop(writer);
+    let (lines, code) = serve_to_eof(plugins.path(), reader.into()).await;
+    assert_eq!(code, 0);
+    assert_eq!(first_text(&lines[1]["result"]), "from a pipe", "{lines:?}");
+    let flags = rustix::fs::fcntl_getfl(&watched).expect("flags");
+    assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "stdin was left non-blocking: {flags:?}");
 }

@@ -5,10 +5,12 @@
 //! for running requests to finish and for the writer to flush, each for a bounded time, and
 //! returns even when the client has stopped reading stdout.
 //!
-//! For the process's own stdin and stdout (`serve_process`), a reader thread and a writer
-//! thread do blocking IO, because tokio's stdin and stdout hand every read and write to the
-//! blocking pool, which costs a thread hop per message. `serve` runs the same loop over any
-//! async reader and writer (tests use in-memory pipes).
+//! For the process's own stdin and stdout (`serve_process`), both are made non-blocking and
+//! polled by tokio's reactor (`reactor_fd`), so reading, the session and writing all run on the
+//! runtime's workers: tokio's own stdin and stdout would hand every read and write to the
+//! blocking pool, a thread hop per message. Where the reactor cannot poll them (a regular file
+//! or `/dev/null` on stdin), a reader thread and a writer thread do blocking IO instead. `serve`
+//! runs the loop over any async reader and writer (tests use in-memory pipes).
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -20,6 +22,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::jsonrpc::{self, ErrorObject};
 
 use crate::session::{Frame, OutboundLimits, OutboundReceiver, Server, Session, outbound};
+
+mod reactor_fd;
+
+use reactor_fd::ReactorFd;
 
 /// The longest line accepted, in bytes.
 pub const MAX_LINE: usize = 16 << 20;
@@ -87,8 +93,38 @@ impl Splitter {
     }
 }
 
-/// Serves one session over the process's stdin and stdout until stdin ends.
+/// Serves one session over the process's stdin and stdout until stdin ends: on the runtime's
+/// workers where the reactor can poll both, else on two blocking threads.
 pub async fn serve_process(server: Arc<Server>) -> std::io::Result<()> {
+    use std::os::fd::AsFd;
+    let stdin = ReactorFd::new(std::io::stdin().as_fd(), tokio::io::Interest::READABLE);
+    let stdout = ReactorFd::new(std::io::stdout().as_fd(), tokio::io::Interest::WRITABLE);
+    match (stdin, stdout) {
+        (Ok((stdin, stdin_flags)), Ok((stdout, stdout_flags))) => {
+            // A writer left behind (a client that stopped reading) may still hold stdout: it
+            // stays non-blocking until the process exits.
+            // On a worker, not the thread that blocks on the runtime: every hop to and from
+            // that thread would be a context switch per message.
+            let served = tokio::spawn(serve_io(server, stdin, stdout)).await.map_err(std::io::Error::other)?;
+            if served? == WriterEnd::Flushed {
+                stdin_flags.restore();
+                stdout_flags.restore();
+            }
+            Ok(())
+        }
+        (stdin, stdout) => {
+            for (_, flags) in [stdin, stdout].into_iter().flatten() {
+                flags.restore();
+            }
+            tracing::debug!("stdin or stdout cannot be polled; serving stdio on blocking threads");
+            serve_on_threads(server).await
+        }
+    }
+}
+
+/// Serves one session over the process's stdin and stdout with a blocking reader thread and a
+/// blocking writer thread.
+async fn serve_on_threads(server: Arc<Server>) -> std::io::Result<()> {
     let (lines_tx, lines_rx) = mpsc::channel(READ_AHEAD);
     std::thread::Builder::new().name("paddock-stdin".into()).spawn(move || {
         let stdin = std::io::stdin();
@@ -154,69 +190,104 @@ fn write_line(output: &mut impl Write, line: &str) -> std::io::Result<()> {
     output.write_all(b"\n")
 }
 
+/// How the writer of a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriterEnd {
+    /// Every reply was written and flushed.
+    Flushed,
+    /// Requests still running after the drain, or a client no longer reading: the writer was
+    /// left behind after `WRITER_GRACE` and its replies are dropped at exit.
+    LeftBehind,
+}
+
 /// Serves one session over `input`/`output` until `input` ends.
-pub async fn serve<R, W>(server: Arc<Server>, mut input: R, output: W) -> std::io::Result<()>
+pub async fn serve<R, W>(server: Arc<Server>, input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (lines_tx, lines_rx) = mpsc::channel(READ_AHEAD);
-    let reader = tokio::spawn(async move {
-        let mut splitter = Splitter::new(MAX_LINE);
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut pending = Vec::new();
-        loop {
-            let n = match input.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            splitter.feed(&buf[..n], &mut |line| {
-                pending.push(line);
-                true
-            });
-            for line in pending.drain(..) {
-                if lines_tx.send(line).await.is_err() {
-                    return;
-                }
+    serve_io(server, input, output).await.map(|_| ())
+}
+
+async fn serve_io<R, W>(server: Arc<Server>, mut input: R, output: W) -> std::io::Result<WriterEnd>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out_tx, out_rx) = outbound(OutboundLimits::default());
+    let writer = tokio::spawn(write_lines(out_rx, output));
+    let session = Session::new(server, out_tx);
+    // Lines are handed to the session as they are read, on this task: no queue, no hop.
+    let mut splitter = Splitter::new(MAX_LINE);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending = Vec::new();
+    loop {
+        let n = match input.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => {
+                tracing::error!(error = %err, "reading stdin failed");
+                break;
             }
-        }
-        splitter.finish(&mut |line| {
+        };
+        splitter.feed(&buf[..n], &mut |line| {
             pending.push(line);
             true
         });
-        for line in pending {
-            let _ = lines_tx.send(line).await;
+        for line in pending.drain(..) {
+            handle_line(&session, line).await;
         }
+    }
+    splitter.finish(&mut |line| {
+        pending.push(line);
+        true
     });
-    let (out_tx, out_rx) = outbound(OutboundLimits::default());
-    let writer = tokio::spawn(write_lines(out_rx, output));
-    drive(Session::new(server, out_tx), lines_rx).await;
-    reader.abort();
-    writer.await.map_err(std::io::Error::other)?
+    for line in pending {
+        handle_line(&session, line).await;
+    }
+    end_of_input(session).await;
+    match tokio::time::timeout(WRITER_GRACE, writer).await {
+        Ok(joined) => joined.map_err(std::io::Error::other)?.map(|()| WriterEnd::Flushed),
+        Err(_) => {
+            tracing::warn!("stdout is not being drained or requests are still running at exit; their replies are dropped");
+            Ok(WriterEnd::LeftBehind)
+        }
+    }
 }
 
 /// Hands each line to the session; at the end of input, waits for running requests.
 async fn drive(session: Arc<Session>, mut lines: mpsc::Receiver<Line>) {
     while let Some(line) = lines.recv().await {
-        match line {
-            Line::TooLong => {
-                let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("message larger than {MAX_LINE} bytes"));
+        handle_line(&session, line).await;
+    }
+    end_of_input(session).await;
+}
+
+/// Hands one line to the session; an over-long line or one that is not UTF-8 is answered here.
+async fn handle_line(session: &Arc<Session>, line: Line) {
+    match line {
+        Line::TooLong => {
+            let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("message larger than {MAX_LINE} bytes"));
+            session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
+        }
+        Line::Complete(bytes) => match std::str::from_utf8(&bytes) {
+            Ok(text) => {
+                let text = text.trim();
+                if !text.is_empty() {
+                    session.handle_frame(text).await;
+                }
+            }
+            Err(_) => {
+                let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the line is not valid UTF-8");
                 session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
             }
-            Line::Complete(bytes) => match std::str::from_utf8(&bytes) {
-                Ok(text) => {
-                    let text = text.trim();
-                    if !text.is_empty() {
-                        session.handle_frame(text).await;
-                    }
-                }
-                Err(_) => {
-                    let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "parse error: the line is not valid UTF-8");
-                    session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
-                }
-            },
-        }
+        },
     }
+}
+
+/// Ends the session's input and waits, for a bounded time, for its running requests.
+async fn end_of_input(session: Arc<Session>) {
     session.end_of_input();
     session.drain(DRAIN_ON_EOF).await;
     let shed = session.notifications_shed();
