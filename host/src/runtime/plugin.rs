@@ -9,6 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
+use super::bindings::exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
 use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
@@ -49,6 +50,7 @@ pub struct WasmPlugin {
     id: String,
     catalog: Catalog,
     pre: PluginPre<HostState>,
+    exports: Exports,
     sandbox: Sandbox,
     gate: Arc<Semaphore>,
     global: Arc<Semaphore>,
@@ -63,6 +65,29 @@ impl std::fmt::Debug for WasmPlugin {
     }
 }
 
+/// Where each exported interface's functions are, resolved once at load: a call looks up and
+/// type-checks only the interface it uses, in its fresh instance.
+struct Exports {
+    metadata: metadata::GuestIndices,
+    tools: tools::GuestIndices,
+    resources: resources::GuestIndices,
+    prompts: prompts::GuestIndices,
+    completion: completion::GuestIndices,
+}
+
+impl Exports {
+    fn new(pre: &PluginPre<HostState>) -> wasmtime::Result<Exports> {
+        let pre = pre.instance_pre();
+        Ok(Exports {
+            metadata: metadata::GuestIndices::new(pre)?,
+            tools: tools::GuestIndices::new(pre)?,
+            resources: resources::GuestIndices::new(pre)?,
+            prompts: prompts::GuestIndices::new(pre)?,
+            completion: completion::GuestIndices::new(pre)?,
+        })
+    }
+}
+
 /// Why a call stopped early, as seen by the epoch callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
@@ -73,7 +98,7 @@ pub(crate) enum Stop {
 /// A live call: the store, the instance and the permits that admitted it.
 struct Call {
     store: Store<HostState>,
-    instance: bindings::Plugin,
+    instance: wasmtime::component::Instance,
     timeout: Duration,
     _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
 }
@@ -82,11 +107,13 @@ impl WasmPlugin {
     /// Serves a linked component under `sandbox`; reads its catalog in one instance.
     pub(crate) async fn new(pre: PluginPre<HostState>, sandbox: Sandbox, global: Arc<Semaphore>) -> Result<WasmPlugin, LoadError> {
         let id = sandbox.plugin.clone();
+        let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
         let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
         let mut plugin = WasmPlugin {
             id: id.to_string(),
             catalog: Catalog::default(),
             pre,
+            exports,
             sandbox,
             gate: Arc::new(Semaphore::new(concurrency)),
             global,
@@ -124,16 +151,20 @@ impl WasmPlugin {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
             let mut call = self.start(&cx, LOAD_TIMEOUT, None).await?;
-            let (s, i) = (&mut call.store, &call.instance);
-            let info = i.paddock_plugin_metadata().call_info(&mut *s).await;
+            let (s, e) = (&mut call.store, &self.exports);
+            let metadata = e.metadata.load(&mut *s, &call.instance);
+            let (tools, resources, prompts) = (e.tools.load(&mut *s, &call.instance), e.resources.load(&mut *s, &call.instance), e.prompts.load(&mut *s, &call.instance));
+            let (metadata, tools_export) = (call_finish(s, metadata, LOAD_TIMEOUT)?, call_finish(s, tools, LOAD_TIMEOUT)?);
+            let (resources_export, prompts_export) = (call_finish(s, resources, LOAD_TIMEOUT)?, call_finish(s, prompts, LOAD_TIMEOUT)?);
+            let info = metadata.call_info(&mut *s).await;
             let info = call_finish(s, info, LOAD_TIMEOUT)?;
-            let tools = i.paddock_plugin_tools().call_list_tools(&mut *s).await;
+            let tools = tools_export.call_list_tools(&mut *s).await;
             let tools = call_finish(s, tools, LOAD_TIMEOUT)?;
-            let resources = i.paddock_plugin_resources().call_list_resources(&mut *s).await;
+            let resources = resources_export.call_list_resources(&mut *s).await;
             let resources = call_finish(s, resources, LOAD_TIMEOUT)?;
-            let templates = i.paddock_plugin_resources().call_list_resource_templates(&mut *s).await;
+            let templates = resources_export.call_list_resource_templates(&mut *s).await;
             let templates = call_finish(s, templates, LOAD_TIMEOUT)?;
-            let prompts = i.paddock_plugin_prompts().call_list_prompts(&mut *s).await;
+            let prompts = prompts_export.call_list_prompts(&mut *s).await;
             let prompts = call_finish(s, prompts, LOAD_TIMEOUT)?;
             Ok::<_, PluginError>(Declared { info, tools, resources, templates, prompts })
         };
@@ -182,7 +213,7 @@ impl WasmPlugin {
             // Yield every tick so a busy guest never holds a tokio worker.
             Ok(UpdateDeadline::Yield(1))
         });
-        let instance = self.pre.instantiate_async(&mut store).await;
+        let instance = self.pre.instance_pre().instantiate_async(&mut store).await;
         let instance = call_finish(&mut store, instance, timeout)?;
         Ok(Call { store, instance, timeout, _permits: permits })
     }
@@ -341,11 +372,9 @@ impl Plugin for WasmPlugin {
         Box::pin(with_deadline(self.timeout(), cx, async move {
             let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
-            let out = call
-                .instance
-                .paddock_plugin_tools()
-                .call_call_tool(&mut call.store, &context, &tool.to_owned(), &arguments.to_owned())
-                .await;
+            let export = self.exports.tools.load(&mut call.store, &call.instance);
+            let export = call_finish(&mut call.store, export, call.timeout)?;
+            let out = export.call_call_tool(&mut call.store, &context, tool, &arguments.to_owned()).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(convert::call_outcome(out, &mut self.budget()))
         }))
@@ -359,7 +388,9 @@ impl Plugin for WasmPlugin {
         Box::pin(with_deadline(self.timeout(), cx, async move {
             let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
-            let out = call.instance.paddock_plugin_resources().call_read_resource(&mut call.store, &context, uri).await;
+            let export = self.exports.resources.load(&mut call.store, &call.instance);
+            let export = call_finish(&mut call.store, export, call.timeout)?;
+            let out = export.call_read_resource(&mut call.store, &context, uri).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(convert::read_outcome(out, &mut self.budget()))
         }))
@@ -374,8 +405,9 @@ impl Plugin for WasmPlugin {
         Box::pin(with_deadline(self.timeout(), cx, async move {
             let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(prompt)).await?;
-            let out =
-                call.instance.paddock_plugin_prompts().call_get_prompt(&mut call.store, &context, prompt, arguments).await;
+            let export = self.exports.prompts.load(&mut call.store, &call.instance);
+            let export = call_finish(&mut call.store, export, call.timeout)?;
+            let out = export.call_get_prompt(&mut call.store, &context, prompt, arguments).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(convert::prompt_outcome(out, &mut self.budget()))
         }))
@@ -400,8 +432,9 @@ impl Plugin for WasmPlugin {
             };
             let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some("completion")).await?;
-            let out =
-                call.instance.paddock_plugin_completion().call_complete(&mut call.store, &context, &wit_request).await;
+            let export = self.exports.completion.load(&mut call.store, &call.instance);
+            let export = call_finish(&mut call.store, export, call.timeout)?;
+            let out = export.call_complete(&mut call.store, &context, &wit_request).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(convert::completion(out, &mut self.budget()))
         }))
