@@ -1,22 +1,41 @@
 //! `paddock-bench`: Paddock and a native JSON-RPC echo server (`native-echo`, no sandbox) run the
-//! same stdio workload side by side, in interleaved rounds; the report gives the median of each
-//! figure for both, their ratio, and the machine's load beside them.
+//! same workloads side by side, in interleaved rounds; the report gives the median of each
+//! figure for both, their ratio, and the machine's 1-minute load beside each section.
 //!
-//! Per round and server: time to the `initialize` reply; sequential `tools/call` latency (p50,
-//! p99); pipelined calls per second with 1, 8, 64 and 256 requests in flight; server CPU per
-//! call (every thread's time on CPU, from `/proc/PID/task/*/schedstat`, over the sequential
-//! phase); peak RSS (`VmHWM`). The tool is `text_echo` from the `text` sample plugin.
+//! Sections (all run by default; `--only` picks some):
+//! - `stdio`: time to the `initialize` reply; sequential `tools/call` latency (p50, p99); server
+//!   CPU per call (`/proc/PID/task/*/schedstat`, over the sequential phase); pipelined calls per
+//!   second with 1, 8, 64 and 256 requests in flight; peak RSS (`VmHWM`).
+//! - `http`: requests per second and latency over 16 and 64 keep-alive connections, in both
+//!   protocol eras (2025-11-25 sessions with SSE replies, 2026-07-28 stateless with JSON).
+//! - `websocket`: calls per second over one `/ws` connection with 64 in flight, and sequential
+//!   latency, beside the stdio pipelined figure at the same depth.
+//! - `startup`: Paddock with N distinct plugins, cold and warm compiled-plugin cache.
+//! - `echo-1mib`: sequential `tools/call` with a 1 MiB text, over stdio.
 //!
-//! `--quick` runs one short round: CI uses it so the harness cannot rot, and asserts nothing
-//! about the figures.
+//! The tool is `text_echo` from the `text` sample plugin. `--quick` runs one short round of
+//! everything: CI uses it so the harness cannot rot, and asserts nothing about the figures.
 
-use std::io::{BufRead, BufReader, Write};
+mod http;
+mod large_echo;
+mod measure;
+mod process;
+mod startup;
+mod stdio;
+mod websocket;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+
+use crate::http::{CASES, HttpFigures};
+use crate::large_echo::LargeEchoFigures;
+use crate::measure::median_of;
+use crate::startup::{StartFigures, StartupFigures};
+use crate::stdio::{DEPTHS, StdioFigures, Target};
+use crate::websocket::{IN_FLIGHT, WebSocketFigures};
 
 /// Benchmarks Paddock beside a native echo server.
 #[derive(Debug, Parser)]
@@ -24,196 +43,90 @@ struct Args {
     /// The `paddock` binary.
     #[arg(long, default_value = "target/release/paddock")]
     paddock: PathBuf,
-    /// A plugins folder serving `text_echo` (the `text` sample plugin).
+    /// A plugins folder serving `text_echo` (the `text` sample plugin, `text.wasm`).
     #[arg(long, default_value = "sample-plugins/dist")]
     plugins: PathBuf,
     /// Interleaved rounds; medians are reported.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
-    /// Sequential calls per round.
+    /// Sequential calls per round (stdio and WebSocket).
     #[arg(long, default_value_t = 2000)]
     calls: usize,
-    /// One short round, for CI.
+    /// One short round of everything, for CI.
     #[arg(long)]
     quick: bool,
+    /// Only these sections (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = Section::value_variants().to_vec())]
+    only: Vec<Section>,
+    /// Seconds each HTTP load is measured (after a warm-up of a quarter of it).
+    #[arg(long, default_value_t = 2.0)]
+    http_seconds: f64,
+    /// Plugin counts of the start-up section (comma-separated); default 1,20,100 (1,3 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    startup_plugins: Option<Vec<usize>>,
+    /// The component copied N times for the start-up section (default: `fetch.wasm` in the plugins
+    /// folder: the `text` plugin's copies would all declare the same resource URIs, and only the
+    /// first would be served).
+    #[arg(long)]
+    startup_plugin: Option<PathBuf>,
+    /// Sequential 1 MiB calls per round.
+    #[arg(long, default_value_t = 20)]
+    large_calls: usize,
 }
 
-/// Pipeline depths measured.
-const DEPTHS: [usize; 4] = [1, 8, 64, 256];
-
-/// One server under test.
-struct Target {
-    name: &'static str,
-    command: Vec<String>,
+/// A part of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Section {
+    Stdio,
+    Http,
+    Websocket,
+    Startup,
+    #[value(name = "echo-1mib")]
+    Echo1Mib,
 }
 
-/// The figures of one round of one server.
-#[derive(Debug, Clone, Default)]
-struct Figures {
-    init_ms: f64,
-    seq_p50_us: f64,
-    seq_p99_us: f64,
-    cpu_per_call_us: f64,
-    pipelined: Vec<f64>,
-    peak_rss_mb: f64,
-}
-
-/// A running server driven over its stdio.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-}
-
-impl Server {
-    fn start(target: &Target) -> Result<(Server, Duration)> {
-        let started = Instant::now();
-        let mut child = Command::new(&target.command[0])
-            .args(&target.command[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("start {}", target.command.join(" ")))?;
-        let stdin = child.stdin.take().context("stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
-        let mut server = Server { child, stdin, stdout, line: String::new() };
-        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"paddock-bench","version":"1"}}}"#;
-        server.send(init)?;
-        server.receive()?;
-        let elapsed = started.elapsed();
-        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
-        Ok((server, elapsed))
+impl std::fmt::Display for Section {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default().as_str())
     }
+}
 
-    fn send(&mut self, line: &str) -> Result<()> {
-        self.stdin.write_all(line.as_bytes())?;
-        self.stdin.write_all(b"\n")?;
-        self.stdin.flush()?;
+/// Every round's figures of one section, and the load when each round of it began.
+struct Results<T> {
+    rounds: Vec<T>,
+    loads: Vec<String>,
+    seconds: f64,
+}
+
+impl<T> Default for Results<T> {
+    fn default() -> Self {
+        Results { rounds: Vec::new(), loads: Vec::new(), seconds: 0.0 }
+    }
+}
+
+impl<T> Results<T> {
+    /// Runs one round of the section, recording the load first and the time it took.
+    fn run(&mut self, section: Section, number: usize, body: impl FnOnce() -> Result<T>) -> Result<()> {
+        self.loads.push(measure::load());
+        let started = Instant::now();
+        let figures = body().with_context(|| format!("round {number}, section {section}"))?;
+        self.seconds += started.elapsed().as_secs_f64();
+        self.rounds.push(figures);
         Ok(())
     }
 
-    fn receive(&mut self) -> Result<&str> {
-        self.line.clear();
-        if self.stdout.read_line(&mut self.line)? == 0 {
-            bail!("the server closed stdout");
-        }
-        Ok(&self.line)
+    fn loads(&self) -> String {
+        self.loads.join(", ")
     }
 
-    fn pid(&self) -> u32 {
-        self.child.id()
+    /// `; the section took N s`, for its heading.
+    fn took(&self) -> String {
+        format!("; the section took {:.1} s", self.seconds)
     }
-
-    fn stop(mut self) -> Result<()> {
-        drop(self.stdin);
-        self.child.wait()?;
-        Ok(())
-    }
-}
-
-fn call(id: usize) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"text_echo","arguments":{{"text":"hello"}}}}}}"#)
-}
-
-/// Nanoseconds every thread of `pid` has spent on a CPU.
-fn cpu_ns(pid: u32) -> Result<u64> {
-    let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let stat = std::fs::read_to_string(task?.path().join("schedstat")).unwrap_or_default();
-        total += stat.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
-    }
-    Ok(total)
-}
-
-/// The peak resident set of `pid`, in MB.
-fn peak_rss_mb(pid: u32) -> Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse::<f64>().ok());
-    Ok(kb.unwrap_or(0.0) / 1024.0)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    percentile(values, 0.5)
-}
-
-/// Calls per second with `depth` requests kept in flight.
-fn pipelined(server: &mut Server, depth: usize, calls: usize, first_id: usize) -> Result<f64> {
-    let started = Instant::now();
-    let mut sent = 0;
-    let mut received = 0;
-    let mut batch = String::new();
-    while received < calls {
-        batch.clear();
-        while sent < calls && sent - received < depth {
-            batch.push_str(&call(first_id + sent));
-            batch.push('\n');
-            sent += 1;
-        }
-        if !batch.is_empty() {
-            server.stdin.write_all(batch.as_bytes())?;
-            server.stdin.flush()?;
-        }
-        let reply = server.receive()?;
-        if !reply.contains("\"result\"") {
-            bail!("a call failed: {reply}");
-        }
-        received += 1;
-    }
-    Ok(calls as f64 / started.elapsed().as_secs_f64())
-}
-
-fn round(target: &Target, calls: usize) -> Result<Figures> {
-    let (mut server, init) = Server::start(target)?;
-    let mut figures = Figures { init_ms: init.as_secs_f64() * 1000.0, ..Figures::default() };
-    // Warm-up: the first calls fault in code and memory.
-    for id in 1..=100 {
-        server.send(&call(id))?;
-        server.receive()?;
-    }
-    let cpu_before = cpu_ns(server.pid())?;
-    let mut latencies = Vec::with_capacity(calls);
-    for id in 0..calls {
-        let started = Instant::now();
-        server.send(&call(1000 + id))?;
-        let reply = server.receive()?;
-        latencies.push(started.elapsed().as_secs_f64() * 1e6);
-        if !reply.contains("\"result\"") {
-            bail!("{} failed a call: {reply}", target.name);
-        }
-    }
-    figures.cpu_per_call_us = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / calls as f64;
-    latencies.sort_by(f64::total_cmp);
-    figures.seq_p50_us = percentile(&latencies, 0.5);
-    figures.seq_p99_us = percentile(&latencies, 0.99);
-    let mut next_id = 1_000_000;
-    for depth in DEPTHS {
-        let total = (calls * 2).max(depth * 4);
-        figures.pipelined.push(pipelined(&mut server, depth, total, next_id)?);
-        next_id += total;
-    }
-    figures.peak_rss_mb = peak_rss_mb(server.pid())?;
-    server.stop()?;
-    Ok(figures)
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().map(str::to_owned)).unwrap_or_else(|| "?".into())
 }
 
 fn native_echo() -> Result<PathBuf> {
-    let me = std::env::current_exe()?;
-    let path = me.with_file_name("native-echo");
+    let path = std::env::current_exe()?.with_file_name("native-echo");
     if !path.exists() {
         bail!("{} is missing: build it with `cargo build --release -p paddock-bench`", path.display());
     }
@@ -225,44 +138,237 @@ fn main() -> Result<()> {
     if args.quick {
         args.rounds = 1;
         args.calls = 200;
+        args.http_seconds = 0.3;
+        args.large_calls = 5;
     }
-    for (what, path) in [("paddock", &args.paddock), ("plugins folder", &args.plugins)] {
+    let startup_counts = args.startup_plugins.clone().unwrap_or_else(|| if args.quick { vec![1, 3] } else { vec![1, 20, 100] });
+    let text_wasm = args.plugins.join("text.wasm");
+    let startup_template = args.startup_plugin.clone().unwrap_or_else(|| args.plugins.join("fetch.wasm"));
+    for (what, path) in [("paddock", &args.paddock), ("plugins folder", &args.plugins), ("text plugin", &text_wasm), ("start-up plugin", &startup_template)] {
         if !Path::new(path).exists() {
             bail!("the {what} `{}` is missing: run scripts/build", path.display());
         }
     }
-    let targets = [
-        Target { name: "paddock", command: vec![args.paddock.display().to_string(), "serve".into(), args.plugins.display().to_string()] },
-        Target { name: "native", command: vec![native_echo()?.display().to_string()] },
+    let run = |section| args.only.contains(&section);
+    let paddock = args.paddock.display().to_string();
+    let native = native_echo()?.display().to_string();
+    let stdio_targets = [
+        Target { name: "paddock", command: vec![paddock.clone(), "serve".into(), args.plugins.display().to_string()] },
+        Target { name: "native", command: vec![native.clone()] },
     ];
-    let mut results: Vec<Vec<Figures>> = vec![Vec::new(), Vec::new()];
-    let mut loads = Vec::new();
-    for number in 0..args.rounds {
-        loads.push(load());
-        for (index, target) in targets.iter().enumerate() {
-            let figures = round(target, args.calls).with_context(|| format!("round {} of {}", number + 1, target.name))?;
-            results[index].push(figures);
+    let http_commands = [
+        vec![paddock.clone(), "--log-format".into(), "json".into(), "serve".into(), args.plugins.display().to_string(), "--http".into(), "127.0.0.1:0".into()],
+        vec![native.clone(), "--http".into(), "127.0.0.1:0".into()],
+    ];
+    let large_folder = if run(Section::Echo1Mib) { Some(large_echo::plugin_folder(&text_wasm)?) } else { None };
+    let large_targets = [
+        Target { name: "paddock", command: vec![paddock.clone(), "serve".into(), large_folder.as_ref().map(|f| f.path().display().to_string()).unwrap_or_default()] },
+        Target { name: "native", command: vec![native.clone()] },
+    ];
+    let startup_folders = if run(Section::Startup) {
+        let template = std::fs::read(&startup_template).with_context(|| format!("read {}", startup_template.display()))?;
+        startup_counts.iter().map(|&count| Ok((count, startup::plugin_folder(&template, count)?))).collect::<Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let window = Duration::from_secs_f64(args.http_seconds);
+
+    let started = Instant::now();
+    let mut stdio_results = Results::<[StdioFigures; 2]>::default();
+    let mut http_results = Results::<[HttpFigures; 2]>::default();
+    let mut websocket_results = Results::<[WebSocketFigures; 2]>::default();
+    let mut startup_results = Results::<StartupFigures>::default();
+    let mut large_results = Results::<[LargeEchoFigures; 2]>::default();
+    for number in 1..=args.rounds {
+        if run(Section::Stdio) {
+            stdio_results.run(Section::Stdio, number, || {
+                let paddock = stdio::round(&stdio_targets[0], args.calls).context("paddock")?;
+                let native = stdio::round(&stdio_targets[1], args.calls).context("native")?;
+                Ok([paddock, native])
+            })?;
         }
-        eprintln!("paddock-bench: round {}/{} done", number + 1, args.rounds);
+        if run(Section::Http) {
+            http_results.run(Section::Http, number, || http::round(&http_commands[0], &http_commands[1], &runtime, window))?;
+        }
+        if run(Section::Websocket) {
+            websocket_results.run(Section::Websocket, number, || websocket::round(&http_commands[0], &http_commands[1], &runtime, args.calls))?;
+        }
+        if run(Section::Startup) {
+            startup_results.run(Section::Startup, number, || startup::round(&args.paddock, &stdio_targets[1].command, &startup_folders))?;
+        }
+        if run(Section::Echo1Mib) {
+            large_results.run(Section::Echo1Mib, number, || {
+                let paddock = large_echo::round(&large_targets[0], args.large_calls).context("paddock")?;
+                let native = large_echo::round(&large_targets[1], args.large_calls).context("native")?;
+                Ok([paddock, native])
+            })?;
+        }
+        eprintln!("paddock-bench: round {number}/{} done ({:.1} s so far)", args.rounds, started.elapsed().as_secs_f64());
     }
-    let pick = |index: usize, f: &dyn Fn(&Figures) -> f64| median(&mut results[index].iter().map(f).collect::<Vec<_>>());
-    let mut rows: Vec<(String, f64, f64)> = vec![
-        ("`initialize` reply (ms)".into(), pick(0, &|f| f.init_ms), pick(1, &|f| f.init_ms)),
-        ("sequential `tools/call` p50 (µs)".into(), pick(0, &|f| f.seq_p50_us), pick(1, &|f| f.seq_p50_us)),
-        ("sequential `tools/call` p99 (µs)".into(), pick(0, &|f| f.seq_p99_us), pick(1, &|f| f.seq_p99_us)),
-        ("server CPU per call (µs)".into(), pick(0, &|f| f.cpu_per_call_us), pick(1, &|f| f.cpu_per_call_us)),
-    ];
-    for (i, depth) in DEPTHS.iter().enumerate() {
-        rows.push((format!("pipelined calls/s, {depth} in flight"), pick(0, &|f| f.pipelined[i]), pick(1, &|f| f.pipelined[i])));
+
+    if run(Section::Stdio) {
+        report_stdio(&args, &stdio_results);
     }
-    rows.push(("peak RSS (MB)".into(), pick(0, &|f| f.peak_rss_mb), pick(1, &|f| f.peak_rss_mb)));
-    println!("stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls; 1-minute load at each round: {}", args.rounds, args.calls, loads.join(", "));
-    println!();
+    if run(Section::Http) {
+        report_http(&args, &http_results);
+    }
+    if run(Section::Websocket) {
+        report_websocket(&args, &websocket_results, &stdio_results);
+    }
+    if run(Section::Startup) {
+        report_startup(&args, &startup_counts, &startup_template, &startup_results);
+    }
+    if run(Section::Echo1Mib) {
+        report_large_echo(&args, &large_results);
+    }
+    println!("Whole run: {:.1} s.", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Prints a `figure | paddock | native | paddock / native` table.
+fn comparison_table(rows: &[(String, f64, f64)]) {
     println!("| figure | paddock | native | paddock / native |");
     println!("|---|---:|---:|---:|");
     for (name, paddock, native) in rows {
-        let ratio = if native > 0.0 { paddock / native } else { 0.0 };
+        let ratio = if *native > 0.0 { paddock / native } else { 0.0 };
         println!("| {name} | {paddock:.1} | {native:.1} | {ratio:.2}× |");
     }
-    Ok(())
+    println!();
+}
+
+fn report_stdio(args: &Args, results: &Results<[StdioFigures; 2]>) {
+    let pick = |figure: &dyn Fn(&StdioFigures) -> f64| (median_of(&results.rounds, |r| figure(&r[0])), median_of(&results.rounds, |r| figure(&r[1])));
+    let mut rows = Vec::new();
+    let mut row = |name: String, figure: &dyn Fn(&StdioFigures) -> f64| {
+        let (p, n) = pick(figure);
+        rows.push((name, p, n));
+    };
+    row("`initialize` reply (ms)".into(), &|f| f.init_ms);
+    row("sequential `tools/call` p50 (µs)".into(), &|f| f.seq_p50_us);
+    row("sequential `tools/call` p99 (µs)".into(), &|f| f.seq_p99_us);
+    row("server CPU per call (µs)".into(), &|f| f.cpu_per_call_us);
+    for (index, depth) in DEPTHS.iter().enumerate() {
+        row(format!("pipelined calls/s, {depth} in flight"), &|f| f.pipelined[index]);
+    }
+    row("peak RSS (MB)".into(), &|f| f.peak_rss_mb);
+    println!(
+        "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls; 1-minute load at each round: {}{}",
+        args.rounds,
+        args.calls,
+        results.loads(),
+        results.took()
+    );
+    println!();
+    comparison_table(&rows);
+}
+
+fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
+    println!(
+        "HTTP `POST /mcp`, `text_echo`: keep-alive HTTP/1.1 connections each sending requests back to back for {:.1} s (after {:.2} s of warm-up); \
+         2025-11-25 opens one session per connection and reads SSE replies, 2026-07-28 is stateless with JSON replies; medians of {} round(s); 1-minute load at each round: {}{}",
+        args.http_seconds,
+        args.http_seconds / 4.0,
+        args.rounds,
+        results.loads(),
+        results.took()
+    );
+    println!();
+    let mut rows = Vec::new();
+    for (index, (era, connections)) in CASES.iter().enumerate() {
+        let pick = |figure: fn(&http::LoadFigures) -> f64| {
+            (median_of(&results.rounds, |r| figure(&r[0].loads[index])), median_of(&results.rounds, |r| figure(&r[1].loads[index])))
+        };
+        for (what, figure) in [("requests/s", (|f| f.requests_per_s) as fn(&http::LoadFigures) -> f64), ("p50 (µs)", |f| f.p50_us), ("p99 (µs)", |f| f.p99_us)] {
+            let (paddock, native) = pick(figure);
+            rows.push((format!("{}, {connections} connections, {what}", era.label()), paddock, native));
+        }
+    }
+    comparison_table(&rows);
+}
+
+fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio_results: &Results<[StdioFigures; 2]>) {
+    println!(
+        "WebSocket `/ws` (subprotocol `mcp`), `text_echo`, one connection: {} sequential calls, then {IN_FLIGHT} in flight; medians of {} round(s); 1-minute load at each round: {}{}",
+        args.calls,
+        args.rounds,
+        results.loads(),
+        results.took()
+    );
+    println!();
+    let pick = |figure: fn(&WebSocketFigures) -> f64| (median_of(&results.rounds, |r| figure(&r[0])), median_of(&results.rounds, |r| figure(&r[1])));
+    let (ws_paddock, ws_native) = pick(|f| f.calls_per_s);
+    let mut rows = vec![(format!("WebSocket calls/s, {IN_FLIGHT} in flight"), ws_paddock, ws_native)];
+    let (p50_paddock, p50_native) = pick(|f| f.seq_p50_us);
+    rows.push(("WebSocket sequential `tools/call` p50 (µs)".into(), p50_paddock, p50_native));
+    let (p99_paddock, p99_native) = pick(|f| f.seq_p99_us);
+    rows.push(("WebSocket sequential `tools/call` p99 (µs)".into(), p99_paddock, p99_native));
+    let depth_index = DEPTHS.iter().position(|&depth| depth == IN_FLIGHT).expect("the stdio depths include the WebSocket one");
+    if stdio_results.rounds.is_empty() {
+        comparison_table(&rows);
+        println!("(stdio was not run, so there is no stdio figure to set beside these: add `stdio` to `--only`.)");
+        println!();
+        return;
+    }
+    let stdio_paddock = median_of(&stdio_results.rounds, |r| r[0].pipelined[depth_index]);
+    let stdio_native = median_of(&stdio_results.rounds, |r| r[1].pipelined[depth_index]);
+    rows.push((format!("stdio pipelined calls/s, {IN_FLIGHT} in flight (stdio section of this run)"), stdio_paddock, stdio_native));
+    rows.push((format!("WebSocket calls/s as % of stdio's, {IN_FLIGHT} in flight"), 100.0 * ws_paddock / stdio_paddock, 100.0 * ws_native / stdio_native));
+    comparison_table(&rows);
+}
+
+fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Results<StartupFigures>) {
+    println!(
+        "Start-up over stdio, Paddock with N distinct copies of `{}` (`--cache-dir`: cold = a fresh empty cache, warm = the same cache on the next start); native-echo's own start for reference; \
+         medians of {} round(s); 1-minute load at each round: {}{}",
+        template.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        args.rounds,
+        results.loads(),
+        results.took()
+    );
+    println!();
+    println!("| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | `compiling…` progress lines on stderr |");
+    println!("|---|---:|---|---:|---:|---:|---:|---|");
+    let rounds = &results.rounds;
+    let line = |server: &str, plugins: &str, cache: &str, pick: &dyn Fn(&StartupFigures) -> &StartFigures, progress: bool| {
+        let shown = if progress {
+            let lines: Vec<usize> = rounds.iter().map(|r| pick(r).progress_lines).collect();
+            let rounds_with = lines.iter().filter(|&&n| n > 0).count();
+            match rounds_with {
+                0 => "no".to_owned(),
+                n if n == lines.len() => format!("yes ({})", lines.iter().max().unwrap_or(&0)),
+                n => format!("in {n} of {} rounds", lines.len()),
+            }
+        } else {
+            "—".to_owned()
+        };
+        println!(
+            "| {server} | {plugins} | {cache} | {:.1} | {:.1} | {:.2} | {:.1} | {shown} |",
+            median_of(rounds, |r| pick(r).init_ms),
+            median_of(rounds, |r| pick(r).peak_rss_mb),
+            median_of(rounds, |r| pick(r).list_ms),
+            median_of(rounds, |r| pick(r).idle_rss_mb),
+        );
+    };
+    line("native-echo", "—", "—", &|r| &r.native, false);
+    for (index, count) in counts.iter().enumerate() {
+        line("paddock", &count.to_string(), "cold", &|r| &r.paddock[index].0, true);
+        line("paddock", &count.to_string(), "warm", &|r| &r.paddock[index].1, true);
+    }
+    println!();
+}
+
+fn report_large_echo(args: &Args, results: &Results<[LargeEchoFigures; 2]>) {
+    println!(
+        "1 MiB echo over stdio: {} sequential `text_echo` calls with a 1 MiB ASCII text per round (Paddock with `limits.output = \"4MiB\"`); medians of {} round(s); 1-minute load at each round: {}{}",
+        args.large_calls,
+        args.rounds,
+        results.loads(),
+        results.took()
+    );
+    println!();
+    let pick = |figure: fn(&LargeEchoFigures) -> f64| (median_of(&results.rounds, |r| figure(&r[0])), median_of(&results.rounds, |r| figure(&r[1])));
+    let (p50_paddock, p50_native) = pick(|f| f.p50_ms);
+    let (p99_paddock, p99_native) = pick(|f| f.p99_ms);
+    comparison_table(&[("1 MiB `tools/call` p50 (ms)".into(), p50_paddock, p50_native), ("1 MiB `tools/call` p99 (ms)".into(), p99_paddock, p99_native)]);
 }

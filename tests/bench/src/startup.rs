@@ -1,0 +1,182 @@
+//! The start-up section: Paddock serving N distinct plugins over stdio, started cold (a fresh,
+//! empty compiled-plugin cache) and then warm (the same cache again).
+//!
+//! Each plugin is a copy of one sample component made distinct by a WebAssembly custom section
+//! appended at its end (name `paddock-bench`, payload the copy's index), so its content hash
+//! differs and each really compiles; `paddock.toml` gives copy `p<i>` the tool prefix `p<i>`.
+//! Per start: the time from spawn to the `initialize` reply, peak RSS (`VmHWM`) at that moment,
+//! the `tools/list` round trip (every page), idle RSS (`VmRSS` after 200 ms idle), and the
+//! progress lines (`compiling plugin…`) on stderr. `tools/list` must show a tool of every copy, so a copy
+//! Paddock did not serve fails the run. native-echo's spawn-to-`initialize` is the reference.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use serde_json::Value;
+
+use crate::measure::{millis, peak_rss_mb, rss_mb};
+use crate::process::WAIT;
+use crate::stdio::StdioServer;
+
+/// How long a server is left idle before its idle RSS is read.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// The name of the custom section that makes each copy distinct.
+const SECTION_NAME: &str = "paddock-bench";
+
+/// The figures of one start.
+#[derive(Debug, Clone, Default)]
+pub struct StartFigures {
+    pub init_ms: f64,
+    pub peak_rss_mb: f64,
+    pub list_ms: f64,
+    pub idle_rss_mb: f64,
+    /// Progress lines on stderr: Paddock's `compiling plugin (cached for the next start)…`,
+    /// logged for each plugin whose compilation takes a while (not the `plugin loaded …
+    /// cache=Compiled` record every compiled plugin gets).
+    pub progress_lines: usize,
+}
+
+/// The figures of one start-up round: native's reference start, then per plugin count a cold
+/// and a warm start of Paddock.
+#[derive(Debug, Clone, Default)]
+pub struct StartupFigures {
+    pub native: StartFigures,
+    /// `(cold, warm)` per plugin count, in the order asked.
+    pub paddock: Vec<(StartFigures, StartFigures)>,
+}
+
+/// Appends `value` as unsigned LEB128.
+fn leb128_u32(mut value: u32, out: &mut Vec<u8>) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// `wasm` with a custom section named [`SECTION_NAME`] holding `index` appended.
+pub fn distinct_copy(wasm: &[u8], index: usize) -> Vec<u8> {
+    let payload = index.to_string();
+    let mut contents = Vec::new();
+    leb128_u32(SECTION_NAME.len() as u32, &mut contents);
+    contents.extend_from_slice(SECTION_NAME.as_bytes());
+    contents.extend_from_slice(payload.as_bytes());
+    let mut copy = wasm.to_vec();
+    copy.push(0x00); // custom section id
+    leb128_u32(contents.len() as u32, &mut copy);
+    copy.extend_from_slice(&contents);
+    copy
+}
+
+/// A temporary plugins folder of `count` distinct copies of `template` (`p0.wasm`…), each
+/// exposed with its own prefix by `paddock.toml`.
+pub fn plugin_folder(template: &[u8], count: usize) -> Result<tempfile::TempDir> {
+    let folder = tempfile::Builder::new().prefix("paddock-bench-plugins-").tempdir()?;
+    let mut config = String::new();
+    for index in 0..count {
+        std::fs::write(folder.path().join(format!("p{index}.wasm")), distinct_copy(template, index))?;
+        config.push_str(&format!("[plugins.p{index}]\nexpose = {{ prefix = \"p{index}\" }}\n"));
+    }
+    std::fs::write(folder.path().join("paddock.toml"), config)?;
+    Ok(folder)
+}
+
+/// Every tool name `tools/list` gives, page after page; the server must answer within `WAIT`.
+fn list_tools(server: &mut StdioServer) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 1_000_000.. {
+        let params = match &cursor {
+            Some(cursor) => serde_json::json!({"cursor": cursor}),
+            None => serde_json::json!({}),
+        };
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+        let reply: Value = serde_json::from_str(server.request(&request.to_string())?)?;
+        let tools = reply.pointer("/result/tools").and_then(Value::as_array).context("tools/list returned no tools array")?;
+        names.extend(tools.iter().filter_map(|tool| tool.get("name")?.as_str().map(str::to_owned)));
+        cursor = reply.pointer("/result/nextCursor").and_then(Value::as_str).map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(names)
+}
+
+/// One start of `command`; with `plugins`, every copy `p0`…`p<plugins-1>` must be served.
+fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
+    // A cold start compiles every plugin: allow for it beyond the usual wait.
+    let limit = WAIT + Duration::from_secs(2) * plugins.unwrap_or(0) as u32;
+    let (mut server, init) = StdioServer::start(command, limit)?;
+    let mut figures = StartFigures { init_ms: millis(init), peak_rss_mb: peak_rss_mb(server.pid())?, ..StartFigures::default() };
+    let listed = Instant::now();
+    let names = list_tools(&mut server)?;
+    figures.list_ms = millis(listed.elapsed());
+    if let Some(count) = plugins {
+        let missing: Vec<String> = (0..count).map(|index| format!("p{index}_")).filter(|prefix| !names.iter().any(|name| name.starts_with(prefix))).collect();
+        ensure!(
+            missing.is_empty(),
+            "{} of {count} plugins are not served (no tool starts with {}); the server's stderr ends:\n{}",
+            missing.len(),
+            missing.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            server.stderr().tail()
+        );
+    }
+    std::thread::sleep(SETTLE);
+    figures.idle_rss_mb = rss_mb(server.pid())?;
+    figures.progress_lines = server.stderr().count_containing("compiling");
+    server.stop()?;
+    Ok(figures)
+}
+
+/// One start-up round: native's reference, then per entry of `counts` a cold and a warm start of
+/// Paddock (`paddock serve FOLDER --cache-dir CACHE`) on its folder from `folders`.
+pub fn round(paddock: &Path, native: &[String], folders: &[(usize, tempfile::TempDir)]) -> Result<StartupFigures> {
+    let mut figures = StartupFigures { native: start(native, None).context("native-echo start")?, paddock: Vec::new() };
+    for (count, folder) in folders {
+        let cache = tempfile::Builder::new().prefix("paddock-bench-cache-").tempdir()?;
+        let command = [paddock.display().to_string(), "serve".into(), folder.path().display().to_string(), "--cache-dir".into(), cache.path().display().to_string()];
+        let cold = start(&command, Some(*count)).with_context(|| format!("cold start with {count} plugins"))?;
+        let warm = start(&command, Some(*count)).with_context(|| format!("warm start with {count} plugins"))?;
+        figures.paddock.push((cold, warm));
+    }
+    Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leb128_is_seven_bits_a_byte_low_first() {
+        for (value, expected) in [(0u32, vec![0x00]), (127, vec![0x7f]), (128, vec![0x80, 0x01]), (300, vec![0xac, 0x02]), (u32::MAX, vec![0xff, 0xff, 0xff, 0xff, 0x0f])] {
+            let mut out = Vec::new();
+            leb128_u32(value, &mut out);
+            assert_eq!(out, expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn a_copy_is_the_same_component_with_one_more_custom_section() {
+        let template = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../sample-plugins/dist/fetch.wasm"));
+        let Ok(template) = template else {
+            eprintln!("skipped: sample-plugins/dist/fetch.wasm is missing; run scripts/build-plugins");
+            return;
+        };
+        let copy = distinct_copy(&template, 42);
+        assert_ne!(copy, distinct_copy(&template, 43));
+        let mut sections = Vec::new();
+        for payload in wasmparser::Parser::new(0).parse_all(&copy) {
+            if let wasmparser::Payload::CustomSection(reader) = payload.expect("the copy parses") {
+                sections.push((reader.name().to_owned(), reader.data().to_vec()));
+            }
+        }
+        assert_eq!(sections.last(), Some(&(SECTION_NAME.to_owned(), b"42".to_vec())));
+        wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all()).validate_all(&copy).expect("the copy is valid");
+    }
+}

@@ -1,0 +1,188 @@
+//! The stdio section, and the stdio client the start-up and 1 MiB sections reuse: time to the
+//! `initialize` reply, sequential `tools/call` latency (p50, p99), server CPU per call over the
+//! sequential phase, pipelined calls per second at several depths, and peak RSS.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{ChildStdin, ChildStdout};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::measure::{cpu_ns, micros, millis, p50_p99, peak_rss_mb};
+use crate::process::{Process, Progress, StderrLog, WAIT};
+
+/// Pipeline depths measured.
+pub const DEPTHS: [usize; 4] = [1, 8, 64, 256];
+
+/// The `initialize` request every stdio client sends first.
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"paddock-bench","version":"1"}}}"#;
+
+/// The notification that follows the `initialize` reply.
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A `tools/call` of `text_echo` with `{"text":"hello"}`.
+pub fn echo_call(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"text_echo","arguments":{{"text":"hello"}}}}}}"#)
+}
+
+/// One server under test: its name in the report and the command that serves stdio.
+pub struct Target {
+    pub name: &'static str,
+    pub command: Vec<String>,
+}
+
+/// The figures of one stdio round of one server.
+#[derive(Debug, Clone, Default)]
+pub struct StdioFigures {
+    pub init_ms: f64,
+    pub seq_p50_us: f64,
+    pub seq_p99_us: f64,
+    pub cpu_per_call_us: f64,
+    /// Calls per second at each of [`DEPTHS`].
+    pub pipelined: Vec<f64>,
+    pub peak_rss_mb: f64,
+}
+
+/// A running server driven over its stdio; killed if it stays silent past its limit.
+pub struct StdioServer {
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+    progress: Progress,
+    process: Process,
+}
+
+impl StdioServer {
+    /// Spawns `command` and sends `initialize`; the server and the time from spawn to its reply.
+    /// The server is killed if any single wait for it exceeds `limit`.
+    pub fn start(command: &[String], limit: Duration) -> Result<(StdioServer, Duration)> {
+        let started = Instant::now();
+        let mut process = Process::spawn(command, true)?;
+        let stdin = process.child().stdin.take().context("stdin")?;
+        let stdout = BufReader::with_capacity(64 * 1024, process.child().stdout.take().context("stdout")?);
+        let progress = process.watchdog(limit);
+        let mut server = StdioServer { stdin, stdout, line: String::new(), progress, process };
+        server.send(INITIALIZE)?;
+        let reply = server.receive()?;
+        if !reply.contains("\"result\"") {
+            bail!("`initialize` failed: {reply}");
+        }
+        let elapsed = started.elapsed();
+        server.send(INITIALIZED)?;
+        Ok((server, elapsed))
+    }
+
+    /// Writes one message and a newline.
+    pub fn send(&mut self, line: &str) -> Result<()> {
+        self.stdin.write_all(line.as_bytes())?;
+        self.stdin.write_all(b"\n")?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// Writes several messages, each ending in a newline, at once.
+    pub fn send_batch(&mut self, lines: &str) -> Result<()> {
+        self.stdin.write_all(lines.as_bytes())?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// Reads one message.
+    pub fn receive(&mut self) -> Result<&str> {
+        self.line.clear();
+        let read = self.stdout.read_line(&mut self.line);
+        if self.progress.fired() {
+            bail!("the server sent nothing for too long and was killed; its stderr ends:\n{}", self.process.stderr.tail());
+        }
+        if read? == 0 {
+            bail!("the server closed stdout; its stderr ends:\n{}", self.process.stderr.tail());
+        }
+        self.progress.advance();
+        Ok(&self.line)
+    }
+
+    /// Sends `line` and reads the reply, which must be a success.
+    pub fn request(&mut self, line: &str) -> Result<&str> {
+        self.send(line)?;
+        let reply = self.receive()?;
+        if !reply.contains("\"result\"") {
+            bail!("a request failed: {}", reply.chars().take(500).collect::<String>());
+        }
+        Ok(reply)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> &StderrLog {
+        &self.process.stderr
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    pub fn stop(self) -> Result<()> {
+        let StdioServer { stdin, mut process, progress, .. } = self;
+        drop(stdin);
+        drop(progress);
+        process.wait(WAIT)
+    }
+}
+
+/// Calls per second with `depth` requests kept in flight.
+pub fn pipelined(server: &mut StdioServer, depth: usize, calls: usize, first_id: usize) -> Result<f64> {
+    let started = Instant::now();
+    let mut sent = 0;
+    let mut received = 0;
+    let mut batch = String::new();
+    while received < calls {
+        batch.clear();
+        while sent < calls && sent - received < depth {
+            batch.push_str(&echo_call(first_id + sent));
+            batch.push('\n');
+            sent += 1;
+        }
+        if !batch.is_empty() {
+            server.send_batch(&batch)?;
+        }
+        let reply = server.receive()?;
+        if !reply.contains("\"result\"") {
+            bail!("a call failed: {reply}");
+        }
+        received += 1;
+    }
+    Ok(calls as f64 / started.elapsed().as_secs_f64())
+}
+
+/// One stdio round of `target`.
+pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
+    let (mut server, init) = StdioServer::start(&target.command, WAIT)?;
+    let mut figures = StdioFigures { init_ms: millis(init), ..StdioFigures::default() };
+    // Warm-up: the first calls fault in code and memory.
+    for id in 1..=100 {
+        server.request(&echo_call(id))?;
+    }
+    let cpu_before = cpu_ns(server.pid())?;
+    let mut latencies = Vec::with_capacity(calls);
+    for id in 0..calls {
+        let started = Instant::now();
+        server.send(&echo_call(1000 + id))?;
+        let reply = server.receive()?;
+        latencies.push(micros(started.elapsed()));
+        if !reply.contains("\"result\"") {
+            bail!("{} failed a call: {reply}", target.name);
+        }
+    }
+    figures.cpu_per_call_us = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / calls as f64;
+    (figures.seq_p50_us, figures.seq_p99_us) = p50_p99(&mut latencies);
+    let mut next_id = 1_000_000;
+    for depth in DEPTHS {
+        let total = (calls * 2).max(depth * 4);
+        figures.pipelined.push(pipelined(&mut server, depth, total, next_id)?);
+        next_id += total;
+    }
+    figures.peak_rss_mb = peak_rss_mb(server.pid())?;
+    server.stop()?;
+    Ok(figures)
+}
