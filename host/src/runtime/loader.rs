@@ -1,24 +1,21 @@
 //! Loading a plugins folder: every `*.wasm` (sorted), each with its grant from the config.
 //! A file that is not a component, targets another world, fails to compile or has a bad grant is
-//! reported with its path and reason while the others load. Plugins compile in parallel.
+//! reported with its path and reason while the others load. Plugins load concurrently; their
+//! files are compiled through `compile::Compiles` (each distinct content once, a few at a time).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use wasmtime::component::Component;
 
 use super::cache::CacheOutcome;
+use super::compile::Compiles;
 use super::sandbox::Sandbox;
 use super::{Runtime, WasmPlugin};
 use crate::config::{Config, valid_id};
 use crate::plugin::{Catalog, Plugin};
 use crate::policy::{self, Grant, GrantRef, Protected};
 
-/// Largest plugin file accepted.
-const MAX_WASM_BYTES: u64 = 256 << 20;
-/// After this long compiling, say so on stderr.
-const SLOW_COMPILE: Duration = Duration::from_secs(1);
 /// The interfaces every plugin must export.
 const REQUIRED_EXPORTS: [&str; 5] = [
     "paddock:plugin/metadata@0.2.0",
@@ -75,6 +72,9 @@ pub enum LoadError {
     MemoryAboveHost { asked_mib: u64, max_mib: u64 },
     #[error(transparent)]
     Sandbox(#[from] super::SandboxError),
+    /// The failure of another file of the same load with the same content.
+    #[error("{0}")]
+    Shared(Arc<LoadError>),
 }
 
 /// A file that did not load, and why.
@@ -96,6 +96,8 @@ pub struct LoadReport {
     /// Loaded plugins, sorted by id.
     pub plugins: Vec<LoadedPlugin>,
     pub problems: Vec<LoadProblem>,
+    /// Distinct components compiled or read from the cache: files with the same content share one.
+    pub components: usize,
 }
 
 /// What a plugin file exports and requests.
@@ -159,6 +161,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // granted directory is opened (pinned) before any plugin code runs, so no plugin can race
     // another plugin's grant between the check and the open.
     let refused = file_grant_conflicts(runtime, dir, config, &admitted);
+    let compiles = Compiles::new();
     let mut tasks = Vec::new();
     for (id, path, grant) in admitted {
         let conflicts: Vec<&str> =
@@ -175,13 +178,16 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
             }
         };
         let runtime = runtime.clone();
+        let compiles = compiles.clone();
         tasks.push(tokio::spawn(async move {
-            let outcome = load_one(&runtime, &path, sandbox).await;
+            let outcome = load_one(&runtime, &compiles, &path, sandbox).await;
             (id, path, grant, outcome)
         }));
     }
-    for task in tasks {
-        match task.await {
+    let joined = compiles.showing_progress(futures::future::join_all(tasks)).await;
+    report.components = compiles.built();
+    for task in joined {
+        match task {
             Ok((id, path, grant, Ok((plugin, cache)))) => {
                 tracing::info!(plugin = %id, tools = plugin.catalog().tools.len(), ?cache, "plugin loaded");
                 report.plugins.push(LoadedPlugin { id, path, plugin: Arc::new(plugin), grant, cache });
@@ -199,7 +205,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
 pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadProblem> {
     let problem = |err: LoadError| LoadProblem { path: path.to_path_buf(), reason: err.to_string() };
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".to_owned());
-    let (component, _) = compile(runtime, &id, path).await.map_err(problem)?;
+    let (component, _) = Compiles::new().component(runtime, path).await.map_err(problem)?;
     let ty = component.component_type();
     let engine = component.engine();
     let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
@@ -211,8 +217,8 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(super) async fn load_one(runtime: &Runtime, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
-    let (component, cache) = compile(runtime, &sandbox.plugin, path).await?;
+pub(super) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
+    let (component, cache) = compiles.component(runtime, path).await?;
     check_world(&component)?;
     let pre = WasmPlugin::link(&runtime.linker, &component)?;
     let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone()).await?;
@@ -257,44 +263,6 @@ fn check_grant(runtime: &Runtime, grant: &Grant) -> Result<(), LoadError> {
         return Err(LoadError::MemoryAboveHost { asked_mib: grant.limits.memory >> 20, max_mib: runtime.max_memory() >> 20 });
     }
     Ok(())
-}
-
-/// Reads, classifies and compiles (or loads from the cache) one file.
-async fn compile(runtime: &Runtime, id: &str, path: &Path) -> Result<(Component, CacheOutcome), LoadError> {
-    let size = std::fs::metadata(path).map_err(LoadError::Read)?.len();
-    if size > MAX_WASM_BYTES {
-        return Err(LoadError::TooLarge { mib: size >> 20, max_mib: MAX_WASM_BYTES >> 20 });
-    }
-    let bytes = tokio::fs::read(path).await.map_err(LoadError::Read)?;
-    if !bytes.starts_with(b"\0asm") {
-        return Err(LoadError::NotWasm);
-    }
-    if wasmparser::Parser::is_core_wasm(&bytes) {
-        return Err(LoadError::CoreModule);
-    }
-    if !wasmparser::Parser::is_component(&bytes) {
-        return Err(LoadError::NotComponent);
-    }
-    let runtime = runtime.clone();
-    let started = Instant::now();
-    let mut work = tokio::task::spawn_blocking(move || match &runtime.cache {
-        Some(cache) => cache.load_or_compile(&runtime.engine, &bytes),
-        None => Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)),
-    });
-    let joined = tokio::select! {
-        joined = &mut work => joined,
-        () = tokio::time::sleep(SLOW_COMPILE) => {
-            tracing::info!(plugin = %id, "compiling plugin (cached for the next start)…");
-            work.await
-        }
-    };
-    let result = joined.map_err(|e| LoadError::CompileTask(e.to_string()))?;
-    let (component, outcome) =
-        result.map_err(|e| LoadError::Compile(e.to_string().lines().next().unwrap_or_default().to_owned()))?;
-    if started.elapsed() >= SLOW_COMPILE {
-        tracing::info!(plugin = %id, seconds = started.elapsed().as_secs_f32(), "plugin compiled");
-    }
-    Ok((component, outcome))
 }
 
 /// The contract version this host loads.

@@ -13,6 +13,7 @@ mod audit;
 mod bindings;
 mod cache;
 mod catalog;
+mod compile;
 mod convert;
 mod descriptors;
 mod egress;
@@ -188,6 +189,6 @@ impl Runtime {
         grant: crate::policy::Grant,
     ) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
         let sandbox = sandbox::Sandbox::new(id, grant, self.services.clone())?;
-        loader::load_one(self, path, sandbox).await
+        loader::load_one(self, &compile::Compiles::new(), path, sandbox).await
     }
 }

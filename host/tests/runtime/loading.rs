@@ -50,6 +50,31 @@ async fn a_second_load_hits_the_cache_and_a_corrupt_entry_is_recompiled() {
 }
 
 #[tokio::test]
+async fn files_with_the_same_content_are_compiled_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path();
+    let mut config_text = String::new();
+    for id in ["a", "b", "c", "d"] {
+        std::fs::copy(fixture_wasm("fixture"), p.join(format!("{id}.wasm"))).expect("copy");
+        config_text.push_str(&format!("[plugins.{id}]\nexpose = {{ prefix = \"{id}\" }}\n"));
+    }
+    std::fs::copy(fixture_wasm("other_world"), p.join("other.wasm")).expect("copy");
+    std::fs::write(p.join("paddock.toml"), config_text).expect("config");
+    let cache = tempfile::tempdir().expect("cache");
+    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache.path().to_path_buf()), max_instances: 16, ..RuntimeOptions::default() })
+        .expect("runtime");
+    let report = tokio::time::timeout(WAIT, load_folder(&rt, p, &Config::load(p, None))).await.expect("in time");
+    let ids: Vec<&str> = report.plugins.iter().map(|l| l.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d"], "{:?}", report.problems);
+    assert_eq!(report.problems.len(), 1, "the other world is refused after compiling: {:?}", report.problems);
+    assert_eq!(report.components, 2, "four copies of one file and one other file are two components");
+    assert_eq!(std::fs::read_dir(cache.path()).expect("cache").filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count(), 2);
+    for loaded in &report.plugins {
+        assert_eq!(ok_text(call(&loaded.plugin, "echo", json!({"text": loaded.id})).await), loaded.id, "each copy is its own plugin");
+    }
+}
+
+#[tokio::test]
 async fn bad_files_are_reported_while_good_plugins_load() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path();
