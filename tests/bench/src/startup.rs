@@ -6,7 +6,7 @@
 //! differs and each really compiles; `paddock.toml` gives copy `p<i>` the tool prefix `p<i>`.
 //! Per start: the time from spawn to the `initialize` reply, peak RSS (`VmHWM`) at that moment,
 //! the `tools/list` round trip (every page), idle RSS (`VmRSS` after 200 ms idle), and the
-//! progress lines (`compiling plugin…`) on stderr. `tools/list` must show a tool of every copy, so a copy
+//! progress lines (`compiling plugins: N of M ready…`) on stderr. `tools/list` must show a tool of every copy, so a copy
 //! Paddock did not serve fails the run. native-echo's spawn-to-`initialize` is the reference.
 
 use std::path::Path;
@@ -32,9 +32,9 @@ pub struct StartFigures {
     pub peak_rss_mb: f64,
     pub list_ms: f64,
     pub idle_rss_mb: f64,
-    /// Progress lines on stderr: Paddock's `compiling plugin (cached for the next start)…`,
-    /// logged for each plugin whose compilation takes a while (not the `plugin loaded …
-    /// cache=Compiled` record every compiled plugin gets).
+    /// Progress lines on stderr: Paddock's `compiling plugins: N of M ready…`, logged every
+    /// second once compiling has taken more than one (not the `plugin loaded … cache=Compiled`
+    /// record every compiled plugin gets).
     pub progress_lines: usize,
 }
 
@@ -129,7 +129,7 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     }
     std::thread::sleep(SETTLE);
     figures.idle_rss_mb = rss_mb(server.pid())?;
-    figures.progress_lines = server.stderr().count_containing("compiling");
+    figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
     server.stop()?;
     Ok(figures)
 }
