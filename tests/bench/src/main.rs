@@ -125,6 +125,13 @@ impl<T> Results<T> {
     }
 }
 
+impl<F> Results<[F; 2]> {
+    /// The median over the rounds of one figure, for Paddock and for native.
+    fn medians(&self, figure: impl Fn(&F) -> f64) -> (f64, f64) {
+        (median_of(&self.rounds, |r| figure(&r[0])), median_of(&self.rounds, |r| figure(&r[1])))
+    }
+}
+
 fn native_echo() -> Result<PathBuf> {
     let path = std::env::current_exe()?.with_file_name("native-echo");
     if !path.exists() {
@@ -238,7 +245,7 @@ fn comparison_table(rows: &[(String, f64, f64)]) {
 }
 
 fn report_stdio(args: &Args, results: &Results<[StdioFigures; 2]>) {
-    let pick = |figure: &dyn Fn(&StdioFigures) -> f64| (median_of(&results.rounds, |r| figure(&r[0])), median_of(&results.rounds, |r| figure(&r[1])));
+    let pick = |figure: &dyn Fn(&StdioFigures) -> f64| results.medians(figure);
     let mut rows = Vec::new();
     let mut row = |name: String, figure: &dyn Fn(&StdioFigures) -> f64| {
         let (p, n) = pick(figure);
@@ -276,9 +283,7 @@ fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
     println!();
     let mut rows = Vec::new();
     for (index, (era, connections)) in CASES.iter().enumerate() {
-        let pick = |figure: fn(&http::LoadFigures) -> f64| {
-            (median_of(&results.rounds, |r| figure(&r[0].loads[index])), median_of(&results.rounds, |r| figure(&r[1].loads[index])))
-        };
+        let pick = |figure: fn(&http::LoadFigures) -> f64| results.medians(|r| figure(&r.loads[index]));
         for (what, figure) in [("requests/s", (|f| f.requests_per_s) as fn(&http::LoadFigures) -> f64), ("p50 (µs)", |f| f.p50_us), ("p99 (µs)", |f| f.p99_us)] {
             let (paddock, native) = pick(figure);
             rows.push((format!("{}, {connections} connections, {what}", era.label()), paddock, native));
@@ -296,7 +301,7 @@ fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio
         results.took()
     );
     println!();
-    let pick = |figure: fn(&WebSocketFigures) -> f64| (median_of(&results.rounds, |r| figure(&r[0])), median_of(&results.rounds, |r| figure(&r[1])));
+    let pick = |figure: fn(&WebSocketFigures) -> f64| results.medians(figure);
     let (ws_paddock, ws_native) = pick(|f| f.calls_per_s);
     let mut rows = vec![(format!("WebSocket calls/s, {IN_FLIGHT} in flight"), ws_paddock, ws_native)];
     let (p50_paddock, p50_native) = pick(|f| f.seq_p50_us);
@@ -310,8 +315,7 @@ fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio
         println!();
         return;
     }
-    let stdio_paddock = median_of(&stdio_results.rounds, |r| r[0].pipelined[depth_index]);
-    let stdio_native = median_of(&stdio_results.rounds, |r| r[1].pipelined[depth_index]);
+    let (stdio_paddock, stdio_native) = stdio_results.medians(|f| f.pipelined[depth_index]);
     rows.push((format!("stdio pipelined calls/s, {IN_FLIGHT} in flight (stdio section of this run)"), stdio_paddock, stdio_native));
     rows.push((format!("WebSocket calls/s as % of stdio's, {IN_FLIGHT} in flight"), 100.0 * ws_paddock / stdio_paddock, 100.0 * ws_native / stdio_native));
     comparison_table(&rows);
@@ -367,7 +371,7 @@ fn report_large_echo(args: &Args, results: &Results<[LargeEchoFigures; 2]>) {
         results.took()
     );
     println!();
-    let pick = |figure: fn(&LargeEchoFigures) -> f64| (median_of(&results.rounds, |r| figure(&r[0])), median_of(&results.rounds, |r| figure(&r[1])));
+    let pick = |figure: fn(&LargeEchoFigures) -> f64| results.medians(figure);
     let (p50_paddock, p50_native) = pick(|f| f.p50_ms);
     let (p99_paddock, p99_native) = pick(|f| f.p99_ms);
     comparison_table(&[("1 MiB `tools/call` p50 (ms)".into(), p50_paddock, p50_native), ("1 MiB `tools/call` p99 (ms)".into(), p99_paddock, p99_native)]);
