@@ -9,7 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use super::bindings::exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
+use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
 use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
@@ -65,10 +65,9 @@ impl std::fmt::Debug for WasmPlugin {
     }
 }
 
-/// Where each exported interface's functions are, resolved once at load: a call looks up and
+/// Where the functions of each interface a request calls are, resolved once at load: a call looks up and
 /// type-checks only the interface it uses, in its fresh instance.
 struct Exports {
-    metadata: metadata::GuestIndices,
     tools: tools::GuestIndices,
     resources: resources::GuestIndices,
     prompts: prompts::GuestIndices,
@@ -79,7 +78,6 @@ impl Exports {
     fn new(pre: &PluginPre<HostState>) -> wasmtime::Result<Exports> {
         let pre = pre.instance_pre();
         Ok(Exports {
-            metadata: metadata::GuestIndices::new(pre)?,
             tools: tools::GuestIndices::new(pre)?,
             resources: resources::GuestIndices::new(pre)?,
             prompts: prompts::GuestIndices::new(pre)?,
@@ -151,11 +149,12 @@ impl WasmPlugin {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
             let mut call = self.start(&cx, LOAD_TIMEOUT, None).await?;
-            let (s, e) = (&mut call.store, &self.exports);
-            let metadata = e.metadata.load(&mut *s, &call.instance);
-            let (tools, resources, prompts) = (e.tools.load(&mut *s, &call.instance), e.resources.load(&mut *s, &call.instance), e.prompts.load(&mut *s, &call.instance));
-            let (metadata, tools_export) = (call_finish(s, metadata, LOAD_TIMEOUT)?, call_finish(s, tools, LOAD_TIMEOUT)?);
-            let (resources_export, prompts_export) = (call_finish(s, resources, LOAD_TIMEOUT)?, call_finish(s, prompts, LOAD_TIMEOUT)?);
+            // The one instance that uses every interface: load them all, as the bindings do.
+            let all = bindings::Plugin::new(&mut call.store, &call.instance);
+            let s = &mut call.store;
+            let all = call_finish(s, all, LOAD_TIMEOUT)?;
+            let (metadata, tools_export, resources_export, prompts_export) =
+                (all.paddock_plugin_metadata(), all.paddock_plugin_tools(), all.paddock_plugin_resources(), all.paddock_plugin_prompts());
             let info = metadata.call_info(&mut *s).await;
             let info = call_finish(s, info, LOAD_TIMEOUT)?;
             let tools = tools_export.call_list_tools(&mut *s).await;
