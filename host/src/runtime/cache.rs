@@ -11,15 +11,20 @@
 //! - A per-user secret key (`key`, 32 random bytes, mode 0600) lives in the folder. A key that is
 //!   a symbolic link, not owned by the user, or readable or writable by anyone else refuses the
 //!   whole cache.
-//! - Each artifact is one file, `<sha256 of the wasm>-<engine fingerprint>.cwasm`: a 16-byte
-//!   magic (`MAGIC`), a 32-byte HMAC-SHA256 tag, then the bytes from
-//!   `Engine::precompile_component`. The tag covers a domain label, the SHA-256 of the wasm, the
-//!   engine fingerprint (wasmtime version and `Engine::precompile_compatibility_hash`) and the
-//!   compiled bytes, so an artifact copied over another plugin's, or altered in any byte, fails.
-//! - Loading opens the file without following links, checks its owner and mode on the open
-//!   handle, reads it into memory, verifies the tag in constant time and only then deserializes
-//!   those same bytes; the path is never opened again. Anything wrong is logged with the file and
-//!   the reason, and the plugin is recompiled and stored afresh.
+//! - Each artifact is one file, `<sha256 of the wasm>-<engine fingerprint>-<format>.cwasm`: the
+//!   bytes from `Engine::precompile_component`, then a 32-byte HMAC-SHA256 tag, then a 16-byte
+//!   magic (`MAGIC`). The tag covers a domain label, the SHA-256 of the wasm, the engine
+//!   fingerprint (wasmtime version and `Engine::precompile_compatibility_hash`) and the compiled
+//!   bytes, so an artifact copied over another plugin's, or altered in any byte, fails. The
+//!   compiled bytes come first so that wasmtime can map the file itself: its code and memory
+//!   images are then shared file pages, read from disk only where touched, not a private copy.
+//! - Loading opens the file without following links and checks its owner and mode on the open
+//!   handle. It then streams the bytes through the MAC in small reads, verifies the tag in
+//!   constant time, and only then has wasmtime map that same open file (through
+//!   `/proc/self/fd`); the path is never opened again. Artifacts are never written in place
+//!   (see below), and the only party that could change this user's file between the check and
+//!   the map is this user, who can read the key and forge a tag anyway. Anything wrong is logged
+//!   with the file and the reason, and the plugin is recompiled and stored afresh.
 //! - Artifacts are written to a temporary file (created exclusively, mode 0600) and renamed into
 //!   place, so a reader sees a whole file or none; a torn file would fail the MAC anyway.
 
@@ -40,10 +45,16 @@ const WASMTIME_VERSION: &str = "48.0.8";
 const KEY_FILE: &str = "key";
 /// Key length: a full SHA-256 block output, so the MAC is as strong as HMAC-SHA256 allows.
 const KEY_LEN: usize = 32;
-/// The first bytes of every artifact this cache writes (format version 1).
-const MAGIC: &[u8; 16] = b"paddock-cwasm-1\n";
-/// Length of the HMAC-SHA256 tag that follows the magic.
+/// The artifact format, in every file name: a cache written by another format is never read.
+const FORMAT: u32 = 2;
+/// The last bytes of every artifact this cache writes.
+const MAGIC: &[u8; 16] = b"paddock-cwasm-2\n";
+/// Length of the HMAC-SHA256 tag before the magic.
 const TAG_LEN: usize = 32;
+/// What follows the compiled bytes: the tag, then the magic.
+const TRAILER_LEN: usize = TAG_LEN + MAGIC.len();
+/// Bytes read at a time while an artifact is verified.
+const VERIFY_CHUNK: usize = 256 << 10;
 /// Separates this MAC's input from any other use of the same key.
 const MAC_DOMAIN: &[u8] = b"paddock compiled component, format 1\0";
 /// The largest artifact read back into memory or stored. The folder is private, so this only
@@ -112,8 +123,8 @@ enum Unusable {
     Shared { mode: u32 },
     #[error("it is larger than {MAX_ARTIFACT_BYTES} bytes")]
     TooLarge,
-    #[error("it does not start with a Paddock artifact header")]
-    NoHeader,
+    #[error("it does not end with a Paddock artifact trailer")]
+    NoTrailer,
     #[error("its MAC does not match these wasm bytes and this engine (altered, or copied from another plugin)")]
     BadMac,
     #[error("wasmtime rejected it: {0}")]
@@ -247,43 +258,55 @@ impl Cache {
     }
 
     fn file_name(&self, wasm_digest: &[u8; 32]) -> String {
-        format!("{}-{}.cwasm", hex(wasm_digest), hex(&self.engine_digest[..8]))
+        format!("{}-{}-{FORMAT}.cwasm", hex(wasm_digest), hex(&self.engine_digest[..8]))
     }
 
-    /// Loads the compiled component for `wasm`, compiling and storing it when needed.
-    /// Blocking: call it from `spawn_blocking`.
+    /// Loads the compiled component for `wasm` (whose SHA-256 is `wasm_digest`), compiling and
+    /// storing it when needed. Blocking: call it from `spawn_blocking`.
     pub(crate) fn load_or_compile(
         &self,
         engine: &Engine,
         wasm: &[u8],
+        wasm_digest: &[u8; 32],
     ) -> Result<(Component, CacheOutcome), wasmtime::Error> {
-        let wasm_digest: [u8; 32] = Sha256::digest(wasm).into();
-        let name = self.file_name(&wasm_digest);
+        let name = self.file_name(wasm_digest);
         let mut outcome = CacheOutcome::Compiled;
-        match self.load(engine, &wasm_digest, &name) {
+        match self.load(engine, wasm_digest, &name) {
             Ok(Some(component)) => return Ok((component, CacheOutcome::Hit)),
             Ok(None) => {}
             Err(why) => {
-                tracing::warn!(path = %self.dir.join(&name).display(), reason = %why, "cached compiled plugin not loaded; recompiling");
-                // Unlinking the name removes a symbolic link itself, never its target.
-                let _ = self.handle.remove(&name);
+                self.discard(&name, &why);
                 outcome = CacheOutcome::Recompiled;
             }
         }
-        let sealed = self.seal(&wasm_digest, &engine.precompile_component(wasm)?);
-        // The fresh bytes reach wasmtime through the same verification as stored ones, so one
-        // audited path is the only way native code gets loaded.
-        let component = self.open_sealed(engine, &wasm_digest, &sealed).map_err(wasmtime::Error::new)?;
-        match self.store(&name, &sealed) {
-            Ok(()) => Ok((component, outcome)),
-            Err(err) => {
-                tracing::warn!(path = %self.dir.join(&name).display(), error = %err, "cannot store the compiled plugin; continuing without the cache");
-                Ok((component, CacheOutcome::Uncached))
-            }
+        let code = engine.precompile_component(wasm)?;
+        let trailer = self.trailer(wasm_digest, &code);
+        if let Err(err) = self.store(&name, &code, &trailer) {
+            tracing::warn!(path = %self.dir.join(&name).display(), error = %err, "cannot store the compiled plugin; continuing without the cache");
+            // SAFETY: `code` was compiled by this engine, in this process, from these wasm bytes
+            // a moment ago; nothing outside the process has had a chance to touch it.
+            let component = unsafe { Component::deserialize(engine, &code) }?;
+            return Ok((component, CacheOutcome::Uncached));
+        }
+        drop(code);
+        // The fresh artifact is loaded through the same verification and mapping as a stored
+        // one, so one audited path is the only way native code gets loaded, and a fresh start
+        // holds its code in the same shared file pages as a warm one.
+        match self.load(engine, wasm_digest, &name) {
+            Ok(Some(component)) => Ok((component, outcome)),
+            Ok(None) => Err(wasmtime::Error::msg("the compiled plugin vanished from the cache as it was stored")),
+            Err(why) => Err(wasmtime::Error::new(why)),
         }
     }
 
-    /// Reads and verifies the stored artifact `name`: `Ok(None)` when there is none.
+    /// Logs why the stored artifact `name` is unusable and removes it.
+    fn discard(&self, name: &str, why: &Unusable) {
+        tracing::warn!(path = %self.dir.join(name).display(), reason = %why, "cached compiled plugin not loaded; recompiling");
+        // Unlinking the name removes a symbolic link itself, never its target.
+        let _ = self.handle.remove(name);
+    }
+
+    /// Verifies the stored artifact `name` and maps it: `Ok(None)` when there is none.
     fn load(&self, engine: &Engine, wasm_digest: &[u8; 32], name: &str) -> Result<Option<Component>, Unusable> {
         let (file, info) = match self.handle.open_file(name).map_err(Unusable::Io)? {
             Opened::Missing => return Ok(None),
@@ -300,53 +323,64 @@ impl Cache {
         if info.len > MAX_ARTIFACT_BYTES {
             return Err(Unusable::TooLarge);
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(info.len).unwrap_or(0));
-        file.take(MAX_ARTIFACT_BYTES + 1).read_to_end(&mut bytes).map_err(Unusable::Io)?;
-        if bytes.len() as u64 > MAX_ARTIFACT_BYTES {
-            return Err(Unusable::TooLarge);
-        }
-        self.open_sealed(engine, wasm_digest, &bytes).map(Some)
+        self.verify(&file, info.len, wasm_digest)?;
+        // SAFETY: the open file holds native code compiled by this engine for these wasm bytes.
+        // `verify` just streamed every byte of it through HMAC-SHA256 over the wasm's SHA-256
+        // and the engine fingerprint, under a key that only this user can read (a file of this
+        // user's that nobody else can read or write, in a folder of this user's that nobody else
+        // can write; the cache refuses anything else), and checked the tag in constant time.
+        // Only a Paddock run by this user that compiled the code could have made the tag.
+        // wasmtime maps this same open file, never the path. Artifacts are only ever created
+        // whole and renamed into place, never written in place; nobody but this user could
+        // write the file between the check and the map, and this user can read the key anyway.
+        // wasmtime still checks the header and compatibility with the engine.
+        unsafe { os::map_verified(engine, &file) }.map(Some).map_err(Unusable::Rejected)
     }
 
-    /// The keyed MAC over everything an artifact is bound to.
-    fn tag(&self, wasm_digest: &[u8; 32], code: &[u8]) -> Hmac<Sha256> {
+    /// Streams the artifact in `file` (`len` bytes) through the MAC and checks its trailer.
+    fn verify(&self, file: &std::fs::File, len: u64, wasm_digest: &[u8; 32]) -> Result<(), Unusable> {
+        let code_len = len.checked_sub(TRAILER_LEN as u64).ok_or(Unusable::NoTrailer)?;
+        let mut trailer = [0u8; TRAILER_LEN];
+        os::read_exact_at(file, &mut trailer, code_len).map_err(Unusable::Io)?;
+        let (tag, magic) = trailer.split_at(TAG_LEN);
+        if magic != MAGIC {
+            return Err(Unusable::NoTrailer);
+        }
+        let mut mac = self.mac_for(wasm_digest);
+        let mut chunk = vec![0u8; VERIFY_CHUNK];
+        let mut at = 0u64;
+        while at < code_len {
+            let want = usize::try_from((code_len - at).min(VERIFY_CHUNK as u64)).unwrap_or(VERIFY_CHUNK);
+            os::read_exact_at(file, &mut chunk[..want], at).map_err(Unusable::Io)?;
+            mac.update(&chunk[..want]);
+            at += want as u64;
+        }
+        mac.verify_slice(tag).map_err(|_| Unusable::BadMac)
+    }
+
+    /// The keyed MAC state over everything an artifact is bound to, before its compiled bytes.
+    fn mac_for(&self, wasm_digest: &[u8; 32]) -> Hmac<Sha256> {
         let mut mac = self.mac.clone();
         mac.update(MAC_DOMAIN);
         mac.update(wasm_digest);
         mac.update(&self.engine_digest);
-        mac.update(code);
         mac
     }
 
-    /// The artifact file for freshly compiled `code`: magic, tag, code.
-    fn seal(&self, wasm_digest: &[u8; 32], code: &[u8]) -> Vec<u8> {
-        let tag = self.tag(wasm_digest, code).finalize().into_bytes();
-        let mut sealed = Vec::with_capacity(MAGIC.len() + TAG_LEN + code.len());
-        sealed.extend_from_slice(MAGIC);
-        sealed.extend_from_slice(&tag);
-        sealed.extend_from_slice(code);
-        sealed
+    /// What follows freshly compiled `code` in its artifact: its tag, then the magic.
+    fn trailer(&self, wasm_digest: &[u8; 32], code: &[u8]) -> [u8; TRAILER_LEN] {
+        let mut mac = self.mac_for(wasm_digest);
+        mac.update(code);
+        let mut trailer = [0u8; TRAILER_LEN];
+        trailer[..TAG_LEN].copy_from_slice(&mac.finalize().into_bytes());
+        trailer[TAG_LEN..].copy_from_slice(MAGIC);
+        trailer
     }
 
-    /// Verifies an artifact held in memory and deserializes exactly those bytes.
-    fn open_sealed(&self, engine: &Engine, wasm_digest: &[u8; 32], sealed: &[u8]) -> Result<Component, Unusable> {
-        let rest = sealed.strip_prefix(MAGIC.as_slice()).ok_or(Unusable::NoHeader)?;
-        let (tag, code) = rest.split_at_checked(TAG_LEN).ok_or(Unusable::NoHeader)?;
-        self.tag(wasm_digest, code).verify_slice(tag).map_err(|_| Unusable::BadMac)?;
-        // SAFETY: `code` is trusted native code compiled by this engine for these wasm bytes.
-        // Its HMAC-SHA256 tag was checked just above, in constant time, over the wasm's SHA-256,
-        // the engine fingerprint and these very bytes, under a key that only this user can read
-        // (a file of this user's that nobody else can read or write, in a folder of this user's
-        // that nobody else can write; the cache refuses anything else). Only a Paddock run by this user that compiled the code
-        // could have made the tag. The bytes were verified in memory and are deserialized from
-        // that same buffer, so nothing on disk can change between the check and the load.
-        // wasmtime still checks the header and compatibility with the engine.
-        unsafe { Component::deserialize(engine, code) }.map_err(Unusable::Rejected)
-    }
-
-    /// Writes `sealed` as `name` atomically: an exclusive temporary file, then a rename.
-    fn store(&self, name: &str, sealed: &[u8]) -> std::io::Result<()> {
-        if sealed.len() as u64 > MAX_ARTIFACT_BYTES {
+    /// Writes `code` and its `trailer` as `name` atomically: an exclusive temporary file, then a
+    /// rename.
+    fn store(&self, name: &str, code: &[u8], trailer: &[u8; TRAILER_LEN]) -> std::io::Result<()> {
+        if (code.len() + TRAILER_LEN) as u64 > MAX_ARTIFACT_BYTES {
             return Err(std::io::Error::other(format!(
                 "the compiled plugin is larger than {MAX_ARTIFACT_BYTES} bytes"
             )));
@@ -354,7 +388,8 @@ impl Cache {
         let tmp = temp_name(name)?;
         let result = (|| {
             let mut file = self.handle.create_new(&tmp)?;
-            file.write_all(sealed)?;
+            file.write_all(code)?;
+            file.write_all(trailer)?;
             file.sync_all()?;
             self.handle.rename(&tmp, name)
         })();
@@ -570,6 +605,30 @@ mod os {
         }
     }
 
+    /// Reads exactly `buf.len()` bytes of `file` at `offset`.
+    pub(super) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+
+    /// Has wasmtime map the compiled component in the open `file`. The descriptor's own path
+    /// names the open file itself, so the file checked is the file mapped even if its name in
+    /// the folder has been replaced since.
+    ///
+    /// # Safety
+    /// `file` must hold native code compiled by this engine that the caller trusts, as for
+    /// `Component::deserialize_file`.
+    pub(super) unsafe fn map_verified(engine: &wasmtime::Engine, file: &File) -> wasmtime::Result<wasmtime::component::Component> {
+        use std::os::fd::AsRawFd;
+        let own_path = if cfg!(target_os = "linux") {
+            format!("/proc/self/fd/{}", file.as_raw_fd())
+        } else {
+            format!("/dev/fd/{}", file.as_raw_fd())
+        };
+        // SAFETY: the caller vouches for the file (see above); the path is this process's own
+        // descriptor for it.
+        unsafe { wasmtime::component::Component::deserialize_file(engine, own_path) }
+    }
+
     /// Describes an open handle (fstat), never a path.
     fn info(file: &File) -> io::Result<Info> {
         let meta = file.metadata()?;
@@ -624,6 +683,14 @@ mod os {
         pub(super) fn remove(&self, _name: &str) -> io::Result<()> {
             match self.0 {}
         }
+    }
+
+    pub(super) fn read_exact_at(_file: &File, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    pub(super) unsafe fn map_verified(_engine: &wasmtime::Engine, _file: &File) -> wasmtime::Result<wasmtime::component::Component> {
+        Err(wasmtime::Error::msg("the compiled-plugin cache is only supported on Unix hosts"))
     }
 }
 
@@ -730,29 +797,41 @@ mod tests {
         let cache = Cache::open(&tmp.path().join("cache"), &engine).expect("cache");
         let wasm: [u8; 32] = Sha256::digest(b"plugin a").into();
         let other_wasm: [u8; 32] = Sha256::digest(b"plugin b").into();
-        let code = b"compiled code of plugin a".to_vec();
-        let sealed = cache.seal(&wasm, &code);
-        assert_eq!(&sealed[..MAGIC.len()], MAGIC);
-        assert_eq!(&sealed[MAGIC.len() + TAG_LEN..], code.as_slice());
-        // Only rejections are exercised here: these bytes are not real compiled code.
-        let reject = |cache: &Cache, wasm: &[u8; 32], sealed: &[u8]| match cache.open_sealed(&engine, wasm, sealed) {
-            Err(why) => why,
-            Ok(_) => panic!("accepted"),
+        // Longer than one verification chunk, so a flip in a later chunk is caught too.
+        let code: Vec<u8> = (0..VERIFY_CHUNK * 2 + 17).map(|i| (i % 251) as u8).collect();
+        let trailer = cache.trailer(&wasm, &code);
+        assert_eq!(&trailer[TAG_LEN..], MAGIC);
+        cache.store("a.cwasm", &code, &trailer).expect("store");
+        let stored = std::fs::read(tmp.path().join("cache/a.cwasm")).expect("read");
+        assert_eq!(&stored[..code.len()], code.as_slice(), "the compiled bytes come first, where wasmtime maps them");
+        assert_eq!(&stored[code.len()..], trailer.as_slice());
+        // Only verification is exercised here: these bytes are not real compiled code.
+        let check = |cache: &Cache, wasm: &[u8; 32], bytes: &[u8]| {
+            let path = tmp.path().join("artifact");
+            std::fs::write(&path, bytes).expect("write");
+            cache.verify(&std::fs::File::open(&path).expect("open"), bytes.len() as u64, wasm)
         };
-        assert!(matches!(reject(&cache, &other_wasm, &sealed), Unusable::BadMac), "another plugin's artifact");
-        let mut flipped = sealed.clone();
-        *flipped.last_mut().expect("bytes") ^= 1;
-        assert!(matches!(reject(&cache, &wasm, &flipped), Unusable::BadMac), "a flipped code byte");
-        let mut retagged = sealed.clone();
-        retagged[MAGIC.len()] ^= 1;
-        assert!(matches!(reject(&cache, &wasm, &retagged), Unusable::BadMac), "a flipped tag byte");
+        assert!(check(&cache, &wasm, &stored).is_ok(), "the artifact as stored");
+        let rejected = |cache: &Cache, wasm: &[u8; 32], bytes: &[u8]| check(cache, wasm, bytes).expect_err("accepted");
+        assert!(matches!(rejected(&cache, &other_wasm, &stored), Unusable::BadMac), "another plugin's artifact");
+        for at in [0, VERIFY_CHUNK - 1, VERIFY_CHUNK, code.len() - 1] {
+            let mut flipped = stored.clone();
+            flipped[at] ^= 1;
+            assert!(matches!(rejected(&cache, &wasm, &flipped), Unusable::BadMac), "a flipped code byte at {at}");
+        }
+        let mut retagged = stored.clone();
+        retagged[code.len()] ^= 1;
+        assert!(matches!(rejected(&cache, &wasm, &retagged), Unusable::BadMac), "a flipped tag byte");
         let mut other_engine = cache.clone();
         other_engine.engine_digest[0] ^= 1;
-        assert!(matches!(reject(&other_engine, &wasm, &sealed), Unusable::BadMac), "another engine");
+        assert!(matches!(rejected(&other_engine, &wasm, &stored), Unusable::BadMac), "another engine");
         let other_key = Cache::open(&tmp.path().join("other"), &engine).expect("cache");
-        assert!(matches!(reject(&other_key, &wasm, &sealed), Unusable::BadMac), "another key");
-        assert!(matches!(reject(&cache, &wasm, &sealed[1..]), Unusable::NoHeader));
-        assert!(matches!(reject(&cache, &wasm, &sealed[..MAGIC.len() + 3]), Unusable::NoHeader));
-        assert!(matches!(reject(&cache, &wasm, &code), Unusable::NoHeader), "a bare .cwasm");
+        assert!(matches!(rejected(&other_key, &wasm, &stored), Unusable::BadMac), "another key");
+        assert!(matches!(rejected(&cache, &wasm, &stored[..stored.len() - 1]), Unusable::NoTrailer), "a cut trailer");
+        assert!(matches!(rejected(&cache, &wasm, &stored[..TRAILER_LEN - 1]), Unusable::NoTrailer), "shorter than a trailer");
+        assert!(matches!(rejected(&cache, &wasm, &code), Unusable::NoTrailer), "a bare .cwasm");
+        let mut appended = stored.clone();
+        appended.push(0);
+        assert!(matches!(rejected(&cache, &wasm, &appended), Unusable::NoTrailer), "a byte after the trailer");
     }
 }

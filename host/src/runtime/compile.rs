@@ -76,7 +76,7 @@ impl Compiles {
             .get_or_init(|| async {
                 let _permit = self.permits.acquire().await;
                 self.built.fetch_add(1, Ordering::Relaxed);
-                compile(runtime, bytes).await.map_err(Arc::new)
+                compile(runtime, bytes, digest).await.map_err(Arc::new)
             })
             .await;
         compiled.clone().map_err(LoadError::Shared)
@@ -128,10 +128,10 @@ async fn read_component_file(path: &Path) -> Result<Vec<u8>, LoadError> {
 }
 
 /// Compiles `bytes` (or loads them from the cache) on the blocking pool.
-async fn compile(runtime: &Runtime, bytes: Vec<u8>) -> Result<(Component, CacheOutcome), LoadError> {
+async fn compile(runtime: &Runtime, bytes: Vec<u8>, digest: [u8; 32]) -> Result<(Component, CacheOutcome), LoadError> {
     let runtime = runtime.clone();
     let joined = tokio::task::spawn_blocking(move || match &runtime.cache {
-        Some(cache) => cache.load_or_compile(&runtime.engine, &bytes),
+        Some(cache) => cache.load_or_compile(&runtime.engine, &bytes, &digest),
         None => Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)),
     })
     .await;
