@@ -228,10 +228,12 @@ struct Loaded {
     router_errors: Vec<crate::router::RouterError>,
 }
 
-fn open_runtime(common: &CommonArgs, config: &crate::config::Config) -> Result<crate::runtime::Runtime> {
+/// The runtime for the plugins of `plugins_dir`: its pool sized to what they can run at once.
+fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir: &Path) -> Result<crate::runtime::Runtime> {
     let options = crate::runtime::RuntimeOptions {
         cache_dir: common.cache_dir.clone(),
         max_memory: config.largest_memory_limit(),
+        max_instances: crate::runtime::instances_for_folder(plugins_dir, config),
         ..Default::default()
     };
     crate::runtime::Runtime::new(options).context("cannot start the WebAssembly runtime")
@@ -242,7 +244,7 @@ async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
         bail!("plugins folder `{}` does not exist (fix: create it and put `.wasm` plugins in it, or pass another folder)", plugins_dir.display());
     }
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config)?;
+    let runtime = open_runtime(common, &config, plugins_dir)?;
     let report = crate::runtime::load_folder(&runtime, plugins_dir, &config).await;
     let entries = report
         .plugins
@@ -410,7 +412,7 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
 async fn inspect(file: &Path, common: &CommonArgs) -> Result<ExitCode> {
     let plugins_dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config)?;
+    let runtime = open_runtime(common, &config, plugins_dir)?;
     let inspection = crate::runtime::inspect(&runtime, file).await.map_err(|problem| anyhow::anyhow!("{problem}"))?;
     let id = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let grant = config.grant(&id).ok();

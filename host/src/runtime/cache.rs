@@ -11,16 +11,17 @@
 //! - A per-user secret key (`key`, 32 random bytes, mode 0600) lives in the folder. A key that is
 //!   a symbolic link, not owned by the user, or readable or writable by anyone else refuses the
 //!   whole cache.
-//! - Each artifact is one file, `<sha256 of the wasm>-<engine fingerprint>-<format>.cwasm`: the
-//!   bytes from `Engine::precompile_component`, then a 32-byte HMAC-SHA256 tag, then a 16-byte
-//!   magic (`MAGIC`). The tag covers a domain label, the SHA-256 of the wasm, the engine
+//! - Each artifact is one file, `<BLAKE3 of the wasm>-<engine fingerprint>-<format>.cwasm`: the
+//!   bytes from `Engine::precompile_component`, then a 32-byte keyed-BLAKE3 tag, then a 16-byte
+//!   magic (`MAGIC`). The tag covers a domain label, the BLAKE3 digest of the wasm, the engine
 //!   fingerprint (wasmtime version and `Engine::precompile_compatibility_hash`) and the compiled
 //!   bytes, so an artifact copied over another plugin's, or altered in any byte, fails. The
 //!   compiled bytes come first so that wasmtime can map the file itself: its code and memory
-//!   images are then shared file pages, read from disk only where touched, not a private copy.
+//!   images are then pages shared with the page cache (and every other Paddock), not a private
+//!   copy.
 //! - Loading opens the file without following links and checks its owner and mode on the open
-//!   handle. It then streams the bytes through the MAC in small reads, verifies the tag in
-//!   constant time, and only then has wasmtime map that same open file (through
+//!   handle. It then hashes the bytes through a private read-only mapping (no copy), verifies
+//!   the tag in constant time, and only then has wasmtime map that same open file (through
 //!   `/proc/self/fd`); the path is never opened again. Artifacts are never written in place
 //!   (see below), and the only party that could change this user's file between the check and
 //!   the map is this user, who can read the key and forge a tag anyway. Anything wrong is logged
@@ -33,8 +34,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -43,18 +42,16 @@ const WASMTIME_VERSION: &str = "48.0.8";
 
 /// The name of the secret key file inside the cache folder.
 const KEY_FILE: &str = "key";
-/// Key length: a full SHA-256 block output, so the MAC is as strong as HMAC-SHA256 allows.
+/// Key length: the key size of BLAKE3's keyed mode.
 const KEY_LEN: usize = 32;
 /// The artifact format, in every file name: a cache written by another format is never read.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 /// The last bytes of every artifact this cache writes.
-const MAGIC: &[u8; 16] = b"paddock-cwasm-2\n";
-/// Length of the HMAC-SHA256 tag before the magic.
+const MAGIC: &[u8; 16] = b"paddock-cwasm-3\n";
+/// Length of the keyed BLAKE3 tag before the magic.
 const TAG_LEN: usize = 32;
 /// What follows the compiled bytes: the tag, then the magic.
 const TRAILER_LEN: usize = TAG_LEN + MAGIC.len();
-/// Bytes read at a time while an artifact is verified.
-const VERIFY_CHUNK: usize = 256 << 10;
 /// Separates this MAC's input from any other use of the same key.
 const MAC_DOMAIN: &[u8] = b"paddock compiled component, format 1\0";
 /// The largest artifact read back into memory or stored. The folder is private, so this only
@@ -73,6 +70,16 @@ pub enum CacheOutcome {
     Recompiled,
     /// Compiled without a cache (none configured, or it could not be written).
     Uncached,
+}
+
+/// What the cache holds for one wasm digest.
+pub(crate) enum Lookup {
+    /// A verified artifact, mapped.
+    Hit(Component),
+    /// Nothing stored.
+    Missing,
+    /// A stored artifact was unusable; it was logged and removed.
+    Discarded,
 }
 
 /// Why the cache folder cannot be used. The runtime logs it and compiles without a cache.
@@ -210,9 +217,9 @@ enum Opened {
 pub(crate) struct Cache {
     dir: PathBuf,
     handle: Arc<os::Dir>,
-    /// HMAC-SHA256 keyed with the user's cache key, cloned for every tag.
-    mac: Hmac<Sha256>,
-    /// SHA-256 of the wasmtime version and the engine's compilation settings.
+    /// BLAKE3 keyed with the user's cache key, cloned for every tag.
+    mac: blake3::Hasher,
+    /// BLAKE3 of the wasmtime version and the engine's compilation settings.
     engine_digest: [u8; 32],
 }
 
@@ -241,10 +248,7 @@ impl Cache {
             }
         }
         let key = load_or_create_key(&handle, dir)?;
-        let mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).map_err(|_| CacheError::BadKey {
-            path: dir.join(KEY_FILE),
-            problem: "cannot key HMAC-SHA256".to_owned(),
-        })?;
+        let mac = blake3::Hasher::new_keyed(&key);
         Ok(Cache { dir: dir.to_path_buf(), handle: Arc::new(handle), mac, engine_digest: engine_digest(engine) })
     }
 
@@ -254,31 +258,38 @@ impl Cache {
 
     /// The artifact path for these wasm bytes.
     pub(crate) fn path_for(&self, wasm: &[u8]) -> PathBuf {
-        self.dir.join(self.file_name(&Sha256::digest(wasm).into()))
+        self.dir.join(self.file_name(blake3::hash(wasm).as_bytes()))
     }
 
     fn file_name(&self, wasm_digest: &[u8; 32]) -> String {
         format!("{}-{}-{FORMAT}.cwasm", hex(wasm_digest), hex(&self.engine_digest[..8]))
     }
 
-    /// Loads the compiled component for `wasm` (whose SHA-256 is `wasm_digest`), compiling and
-    /// storing it when needed. Blocking: call it from `spawn_blocking`.
-    pub(crate) fn load_or_compile(
+    /// Looks for a usable stored artifact for the wasm whose BLAKE3 digest is `wasm_digest`. One
+    /// that is unusable is logged and removed. Blocking: call it from `spawn_blocking`.
+    pub(crate) fn lookup(&self, engine: &Engine, wasm_digest: &[u8; 32]) -> Lookup {
+        let name = self.file_name(wasm_digest);
+        match self.load(engine, wasm_digest, &name) {
+            Ok(Some(component)) => Lookup::Hit(component),
+            Ok(None) => Lookup::Missing,
+            Err(why) => {
+                self.discard(&name, &why);
+                Lookup::Discarded
+            }
+        }
+    }
+
+    /// Compiles `wasm` (whose BLAKE3 digest is `wasm_digest`), stores it and loads it back;
+    /// `outcome` is what to report when that works (`Compiled` or `Recompiled`). Blocking: call
+    /// it from `spawn_blocking`.
+    pub(crate) fn compile_and_store(
         &self,
         engine: &Engine,
         wasm: &[u8],
         wasm_digest: &[u8; 32],
+        outcome: CacheOutcome,
     ) -> Result<(Component, CacheOutcome), wasmtime::Error> {
         let name = self.file_name(wasm_digest);
-        let mut outcome = CacheOutcome::Compiled;
-        match self.load(engine, wasm_digest, &name) {
-            Ok(Some(component)) => return Ok((component, CacheOutcome::Hit)),
-            Ok(None) => {}
-            Err(why) => {
-                self.discard(&name, &why);
-                outcome = CacheOutcome::Recompiled;
-            }
-        }
         let code = engine.precompile_component(wasm)?;
         let trailer = self.trailer(wasm_digest, &code);
         if let Err(err) = self.store(&name, &code, &trailer) {
@@ -325,7 +336,7 @@ impl Cache {
         }
         self.verify(&file, info.len, wasm_digest)?;
         // SAFETY: the open file holds native code compiled by this engine for these wasm bytes.
-        // `verify` just streamed every byte of it through HMAC-SHA256 over the wasm's SHA-256
+        // `verify` just streamed every byte of it through keyed BLAKE3 over the wasm's digest
         // and the engine fingerprint, under a key that only this user can read (a file of this
         // user's that nobody else can read or write, in a folder of this user's that nobody else
         // can write; the cache refuses anything else), and checked the tag in constant time.
@@ -337,7 +348,9 @@ impl Cache {
         unsafe { os::map_verified(engine, &file) }.map(Some).map_err(Unusable::Rejected)
     }
 
-    /// Streams the artifact in `file` (`len` bytes) through the MAC and checks its trailer.
+    /// Checks the trailer of the artifact in `file` (`len` bytes) and its tag over the compiled
+    /// bytes, read through a private read-only mapping: the bytes are hashed where they lie in
+    /// the page cache, never copied.
     fn verify(&self, file: &std::fs::File, len: u64, wasm_digest: &[u8; 32]) -> Result<(), Unusable> {
         let code_len = len.checked_sub(TRAILER_LEN as u64).ok_or(Unusable::NoTrailer)?;
         let mut trailer = [0u8; TRAILER_LEN];
@@ -346,20 +359,25 @@ impl Cache {
         if magic != MAGIC {
             return Err(Unusable::NoTrailer);
         }
+        let code_len = usize::try_from(code_len).map_err(|_| Unusable::TooLarge)?;
         let mut mac = self.mac_for(wasm_digest);
-        let mut chunk = vec![0u8; VERIFY_CHUNK];
-        let mut at = 0u64;
-        while at < code_len {
-            let want = usize::try_from((code_len - at).min(VERIFY_CHUNK as u64)).unwrap_or(VERIFY_CHUNK);
-            os::read_exact_at(file, &mut chunk[..want], at).map_err(Unusable::Io)?;
-            mac.update(&chunk[..want]);
-            at += want as u64;
+        // SAFETY: the file is a regular file of this user's, in a folder nobody else can write,
+        // and the cache never writes or truncates an artifact in place (artifacts are created
+        // whole and renamed). wasmtime maps the same file for as long as the component lives,
+        // so the mapping here asks nothing more of it.
+        let code = unsafe { os::Mapped::new(file, code_len) }.map_err(Unusable::Io)?;
+        mac.update(code.bytes());
+        drop(code);
+        // `blake3::Hash` compares in constant time.
+        if mac.finalize() == blake3::Hash::from_slice(tag).map_err(|_| Unusable::BadMac)? {
+            Ok(())
+        } else {
+            Err(Unusable::BadMac)
         }
-        mac.verify_slice(tag).map_err(|_| Unusable::BadMac)
     }
 
     /// The keyed MAC state over everything an artifact is bound to, before its compiled bytes.
-    fn mac_for(&self, wasm_digest: &[u8; 32]) -> Hmac<Sha256> {
+    fn mac_for(&self, wasm_digest: &[u8; 32]) -> blake3::Hasher {
         let mut mac = self.mac.clone();
         mac.update(MAC_DOMAIN);
         mac.update(wasm_digest);
@@ -372,7 +390,7 @@ impl Cache {
         let mut mac = self.mac_for(wasm_digest);
         mac.update(code);
         let mut trailer = [0u8; TRAILER_LEN];
-        trailer[..TAG_LEN].copy_from_slice(&mac.finalize().into_bytes());
+        trailer[..TAG_LEN].copy_from_slice(mac.finalize().as_bytes());
         trailer[TAG_LEN..].copy_from_slice(MAGIC);
         trailer
     }
@@ -476,29 +494,29 @@ fn temp_name(name: &str) -> std::io::Result<String> {
     Ok(format!(".{name}.{}.tmp", hex(&suffix)))
 }
 
-/// SHA-256 of the wasmtime version and the engine's compilation settings: an engine never
+/// BLAKE3 of the wasmtime version and the engine's compilation settings: an engine never
 /// loads code compiled for another configuration, and the MAC binds artifacts to it.
 fn engine_digest(engine: &Engine) -> [u8; 32] {
-    let mut hasher = Sha256Hasher(Sha256::new());
+    let mut hasher = Blake3Hasher(blake3::Hasher::new());
     WASMTIME_VERSION.hash(&mut hasher);
     engine.precompile_compatibility_hash().hash(&mut hasher);
     hasher.0.finalize().into()
 }
 
-/// A `Hasher` that feeds everything written into SHA-256, so a `Hash` value yields a 256-bit
+/// A `Hasher` that feeds everything written into BLAKE3, so a `Hash` value yields a 256-bit
 /// digest that is stable across runs (unlike `DefaultHasher`, whose algorithm may change).
-struct Sha256Hasher(Sha256);
+struct Blake3Hasher(blake3::Hasher);
 
-impl Hasher for Sha256Hasher {
+impl Hasher for Blake3Hasher {
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
 
-    /// Required by the trait; the digest itself is taken from the inner `Sha256`.
+    /// Required by the trait; the digest itself is taken from the inner hasher.
     fn finish(&self) -> u64 {
-        let digest = self.0.clone().finalize();
+        let digest = self.0.finalize();
         let mut first = [0u8; 8];
-        first.copy_from_slice(&digest[..8]);
+        first.copy_from_slice(&digest.as_bytes()[..8]);
         u64::from_le_bytes(first)
     }
 }
@@ -519,6 +537,7 @@ mod os {
 
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
+    use rustix::mm::{MapFlags, ProtFlags};
 
     use super::{CacheError, Info, Kind, Opened};
 
@@ -610,6 +629,47 @@ mod os {
         std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
     }
 
+    /// A private read-only mapping of the start of a file, unmapped on drop.
+    pub(super) struct Mapped {
+        ptr: std::ptr::NonNull<std::ffi::c_void>,
+        len: usize,
+    }
+
+    impl Mapped {
+        /// Maps the first `len` bytes of `file`, populated at once (no fault per page).
+        ///
+        /// # Safety
+        /// Nobody may write or truncate the file while the mapping lives.
+        pub(super) unsafe fn new(file: &File, len: usize) -> io::Result<Mapped> {
+            if len == 0 {
+                return Ok(Mapped { ptr: std::ptr::NonNull::dangling(), len });
+            }
+            let flags = if cfg!(target_os = "linux") { MapFlags::PRIVATE | MapFlags::POPULATE } else { MapFlags::PRIVATE };
+            // SAFETY: a fresh mapping chosen by the kernel, of a file the caller vouches for.
+            let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ, flags, file, 0) }?;
+            let ptr = std::ptr::NonNull::new(ptr).ok_or_else(|| io::Error::other("mmap returned null"))?;
+            Ok(Mapped { ptr, len })
+        }
+
+        pub(super) fn bytes(&self) -> &[u8] {
+            if self.len == 0 {
+                return &[];
+            }
+            // SAFETY: `len` readable bytes are mapped at `ptr` until drop, and the caller of
+            // `new` promised nobody changes them.
+            unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), self.len) }
+        }
+    }
+
+    impl Drop for Mapped {
+        fn drop(&mut self) {
+            if self.len > 0 {
+                // SAFETY: this mapping was made by `new` and is not referenced past this point.
+                let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr(), self.len) };
+            }
+        }
+    }
+
     /// Has wasmtime map the compiled component in the open `file`. The descriptor's own path
     /// names the open file itself, so the file checked is the file mapped even if its name in
     /// the folder has been replaced since.
@@ -687,6 +747,18 @@ mod os {
 
     pub(super) fn read_exact_at(_file: &File, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    pub(super) struct Mapped(Infallible);
+
+    impl Mapped {
+        pub(super) unsafe fn new(_file: &File, _len: usize) -> io::Result<Mapped> {
+            Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+
+        pub(super) fn bytes(&self) -> &[u8] {
+            match self.0 {}
+        }
     }
 
     pub(super) unsafe fn map_verified(_engine: &wasmtime::Engine, _file: &File) -> wasmtime::Result<wasmtime::component::Component> {
@@ -795,10 +867,10 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tmp");
         let engine = Engine::default();
         let cache = Cache::open(&tmp.path().join("cache"), &engine).expect("cache");
-        let wasm: [u8; 32] = Sha256::digest(b"plugin a").into();
-        let other_wasm: [u8; 32] = Sha256::digest(b"plugin b").into();
-        // Longer than one verification chunk, so a flip in a later chunk is caught too.
-        let code: Vec<u8> = (0..VERIFY_CHUNK * 2 + 17).map(|i| (i % 251) as u8).collect();
+        let wasm: [u8; 32] = blake3::hash(b"plugin a").into();
+        let other_wasm: [u8; 32] = blake3::hash(b"plugin b").into();
+        // Over a few pages, and not a whole number of them.
+        let code: Vec<u8> = (0..3 * 4096 + 17).map(|i| (i % 251) as u8).collect();
         let trailer = cache.trailer(&wasm, &code);
         assert_eq!(&trailer[TAG_LEN..], MAGIC);
         cache.store("a.cwasm", &code, &trailer).expect("store");
@@ -814,7 +886,7 @@ mod tests {
         assert!(check(&cache, &wasm, &stored).is_ok(), "the artifact as stored");
         let rejected = |cache: &Cache, wasm: &[u8; 32], bytes: &[u8]| check(cache, wasm, bytes).expect_err("accepted");
         assert!(matches!(rejected(&cache, &other_wasm, &stored), Unusable::BadMac), "another plugin's artifact");
-        for at in [0, VERIFY_CHUNK - 1, VERIFY_CHUNK, code.len() - 1] {
+        for at in [0, 4095, 4096, code.len() - 1] {
             let mut flipped = stored.clone();
             flipped[at] ^= 1;
             assert!(matches!(rejected(&cache, &wasm, &flipped), Unusable::BadMac), "a flipped code byte at {at}");

@@ -11,10 +11,10 @@ use wasmtime::component::Component;
 use super::cache::CacheOutcome;
 use super::compile::Compiles;
 use super::sandbox::Sandbox;
-use super::{Runtime, WasmPlugin};
+use super::{MAX_INSTANCES, Runtime, WasmPlugin};
 use crate::config::{Config, valid_id};
 use crate::plugin::{Catalog, Plugin};
-use crate::policy::{self, Grant, GrantRef, Protected};
+use crate::policy::{self, Grant, GrantRef, Limits, Protected};
 
 /// The interfaces every plugin must export.
 const REQUIRED_EXPORTS: [&str; 5] = [
@@ -44,6 +44,8 @@ pub enum LoadError {
     Read(#[source] std::io::Error),
     #[error("it is {mib} MiB; plugins may be at most {max_mib} MiB")]
     TooLarge { mib: u64, max_mib: u64 },
+    #[error("it changed while it was being loaded: load it again once it is complete")]
+    Changed,
     #[error("not a WebAssembly file (no `\\0asm` header)")]
     NotWasm,
     #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.2.0)")]
@@ -112,14 +114,35 @@ pub struct Inspection {
     pub exports: Vec<String>,
 }
 
+/// The `*.wasm` files of a plugins folder, sorted by name.
+fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// How many instances the plugins of `dir` can have alive at once, which is what the runtime's
+/// pool and global gate are sized to: each plugin's granted concurrency, plus one for reading
+/// its catalog at load. At least 1, at most `MAX_INSTANCES`. A file that will not load (a bad
+/// id or grant) counts the default concurrency, so the figure never falls short.
+pub fn instances_for_folder(dir: &Path, config: &Config) -> u32 {
+    let files = plugin_files(dir).unwrap_or_default();
+    let wanted = files.iter().fold(0u64, |sum, path| {
+        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let concurrency = config.grant(&id).map_or(Limits::DEFAULT_CONCURRENCY, |g| g.limits.concurrency.max(1));
+        sum + u64::from(concurrency) + 1
+    });
+    u32::try_from(wanted.clamp(1, u64::from(MAX_INSTANCES))).unwrap_or(MAX_INSTANCES)
+}
+
 /// Loads every `*.wasm` in `dir` with its grant from `config`.
 pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> LoadReport {
     let mut report = LoadReport::default();
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-            .collect(),
+    let files = match plugin_files(dir) {
+        Ok(files) => files,
         Err(err) => {
             report.problems.push(LoadProblem {
                 path: dir.to_path_buf(),
@@ -128,7 +151,6 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
             return report;
         }
     };
-    files.sort();
     let mut admitted = Vec::new();
     for path in files {
         let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

@@ -39,11 +39,14 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
 pub use json::MAX_JSON_DEPTH;
-pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, load_folder};
+pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
 pub use engine::SlotReset;
 pub use plugin::WasmPlugin;
 pub use refusals::RefusalCounters;
 pub use sandbox::SandboxError;
+
+/// The most instances a runtime keeps alive at once, across all plugins.
+pub const MAX_INSTANCES: u32 = 1000;
 
 /// How the runtime is built.
 #[derive(Debug, Clone)]
@@ -58,6 +61,8 @@ pub struct RuntimeOptions {
     /// only the pages a call dirtied; used where the kernel has `PAGEMAP_SCAN` (Linux 6.7+).
     pub keep_resident: bool,
     /// Most instances alive at once, across all plugins: the pool size and the global gate.
+    /// `instances_for_folder` gives what a folder's plugins need; the pool's fixed set-up cost
+    /// (fiber stacks, slot tables) grows with it.
     pub max_instances: u32,
     /// The largest memory limit any plugin may be granted, in bytes (sizes the pool's slots).
     pub max_memory: u64,
@@ -69,14 +74,14 @@ pub struct RuntimeOptions {
 }
 
 impl Default for RuntimeOptions {
-    /// Default cache directory, pooling on, 1000 instances, 64 MiB memory cap.
+    /// Default cache directory, pooling on, `MAX_INSTANCES` instances, 64 MiB memory cap.
     fn default() -> Self {
         RuntimeOptions {
             cache_dir: None,
             no_cache: false,
             pooling: true,
             keep_resident: true,
-            max_instances: 1000,
+            max_instances: MAX_INSTANCES,
             max_memory: crate::policy::Limits::DEFAULT_MEMORY,
             resolver: None,
             max_descriptors: None,

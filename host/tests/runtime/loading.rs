@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use paddock::config::Config;
 use paddock::policy::Grant;
-use paddock::runtime::{CacheOutcome, RuntimeOptions, inspect, load_folder};
+use paddock::runtime::{CacheOutcome, RuntimeOptions, inspect, instances_for_folder, load_folder};
 use serde_json::json;
 
 use super::*;
@@ -155,4 +155,50 @@ async fn pooling_is_used_and_on_demand_allocation_works_too() {
     assert!(rt.cache_dir().is_none());
     let plugin = load(&rt, "fixture", Grant::default()).await;
     assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "on demand"})).await), "on demand");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_is_sized_to_the_folders_concurrency_and_every_plugin_reaches_its_own() {
+    let folder = tempfile::tempdir().expect("folder");
+    let p = folder.path();
+    assert_eq!(instances_for_folder(p, &Config::load(p, None)), 1, "an empty folder");
+    for id in ["a", "b"] {
+        std::fs::copy(fixture_wasm("fixture"), p.join(format!("{id}.wasm"))).expect("copy");
+    }
+    std::fs::write(
+        p.join("paddock.toml"),
+        "[plugins.a]\nlimits = { concurrency = 2, timeout = \"1s\" }\n[plugins.b]\nlimits = { concurrency = 3, timeout = \"1s\" }\n",
+    )
+    .expect("config");
+    let config = Config::load(p, None);
+    // Each plugin's concurrency, plus one instance each for reading its catalog at load.
+    let instances = instances_for_folder(p, &config);
+    assert_eq!(instances, 2 + 1 + 3 + 1);
+    let cache = repo_root().join("target/paddock-test-cache");
+    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: instances, ..RuntimeOptions::default() })
+        .expect("runtime");
+    let report = tokio::time::timeout(WAIT, load_folder(&rt, p, &config)).await.expect("in time");
+    assert_eq!(report.plugins.len(), 2, "{:?}", report.problems);
+
+    // Every plugin runs as many calls at once as it is granted: each is instantiated and runs
+    // until its deadline, none is refused for want of a slot in the pool.
+    let spins = report.plugins.iter().flat_map(|loaded| {
+        let calls = loaded.grant.limits.concurrency;
+        (0..calls).map(move |_| {
+            let plugin = loaded.plugin.clone();
+            async move { call(&plugin, "spin", json!({})).await }
+        })
+    });
+    let outcomes = futures::future::join_all(spins).await;
+    assert_eq!(outcomes.len(), 5);
+    for outcome in outcomes {
+        assert_eq!(outcome.expect_err("spin cannot succeed"), paddock::plugin::PluginError::Timeout { ms: 1000 });
+    }
+
+    // A plugin without a grant counts the default concurrency; the total is capped.
+    std::fs::write(p.join("paddock.toml"), "[plugins.a]\nlimits = { concurrency = 1000 }\n").expect("config");
+    assert_eq!(instances_for_folder(p, &Config::load(p, None)), paddock::runtime::MAX_INSTANCES);
+    std::fs::remove_file(p.join("paddock.toml")).expect("remove");
+    let default = paddock::policy::Limits::DEFAULT_CONCURRENCY;
+    assert_eq!(instances_for_folder(p, &Config::load(p, None)), 2 * (default + 1));
 }
