@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of these modules and their invariants.
 
+pub mod allocator;
 pub mod cli;
 pub mod config;
 pub mod escape;

@@ -181,7 +181,10 @@ fn build(runtime: &Runtime, path: &Path, digest: &[u8; 32]) -> Result<(Component
     let compile_error = |e: wasmtime::Error| LoadError::Compile(e.to_string().lines().next().unwrap_or_default().to_owned());
     let Some(cache) = &runtime.cache else {
         let bytes = read_to_compile(path, digest)?;
-        return Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)).map_err(compile_error);
+        let built = Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)).map_err(compile_error);
+        drop(bytes);
+        crate::allocator::release_free_memory();
+        return built;
     };
     let outcome = match cache.lookup(&runtime.engine, digest) {
         Lookup::Hit(component) => return Ok((component, CacheOutcome::Hit)),
@@ -189,7 +192,10 @@ fn build(runtime: &Runtime, path: &Path, digest: &[u8; 32]) -> Result<(Component
         Lookup::Discarded => CacheOutcome::Recompiled,
     };
     let bytes = read_to_compile(path, digest)?;
-    cache.compile_and_store(&runtime.engine, &bytes, digest, outcome).map_err(compile_error)
+    let built = cache.compile_and_store(&runtime.engine, &bytes, digest, outcome).map_err(compile_error);
+    drop(bytes);
+    crate::allocator::release_free_memory();
+    built
 }
 
 /// Runs blocking file and compile work on the blocking pool.
