@@ -331,8 +331,8 @@ fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Resu
         results.took()
     );
     println!();
-    println!("| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | `compiling…` progress lines on stderr |");
-    println!("|---|---:|---|---:|---:|---:|---:|---|");
+    println!("| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | of which anonymous (MB) | `compiling…` progress lines on stderr |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---|");
     let rounds = &results.rounds;
     let line = |server: &str, plugins: &str, cache: &str, pick: &dyn Fn(&StartupFigures) -> &StartFigures, progress: bool| {
         let shown = if progress {
@@ -347,11 +347,12 @@ fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Resu
             "—".to_owned()
         };
         println!(
-            "| {server} | {plugins} | {cache} | {:.1} | {:.1} | {:.2} | {:.1} | {shown} |",
+            "| {server} | {plugins} | {cache} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {shown} |",
             median_of(rounds, |r| pick(r).init_ms),
             median_of(rounds, |r| pick(r).peak_rss_mb),
             median_of(rounds, |r| pick(r).list_ms),
             median_of(rounds, |r| pick(r).idle_rss_mb),
+            median_of(rounds, |r| pick(r).idle_anon_mb),
         );
     };
     line("native-echo", "—", "—", &|r| &r.native, false);

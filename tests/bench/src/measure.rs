@@ -38,7 +38,7 @@ pub fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
     Ok(total)
 }
 
-/// A `kB` field of `/proc/PID/status` (`VmHWM`, `VmRSS`), in MB.
+/// A `kB` field of `/proc/PID/status` (`VmHWM`, `VmRSS`, `RssAnon`), in MB.
 fn status_mb(pid: u32, field: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kb = status
@@ -57,6 +57,13 @@ pub fn peak_rss_mb(pid: u32) -> anyhow::Result<f64> {
 /// The current resident set of `pid`, in MB.
 pub fn rss_mb(pid: u32) -> anyhow::Result<f64> {
     status_mb(pid, "VmRSS")
+}
+
+/// The anonymous part of the current resident set of `pid` (`RssAnon`), in MB: memory of the
+/// process's own, as opposed to file pages (the binary, mapped compiled code) that it shares
+/// with the page cache.
+pub fn anon_rss_mb(pid: u32) -> anyhow::Result<f64> {
+    status_mb(pid, "RssAnon")
 }
 
 /// The machine's 1-minute load average, as `/proc/loadavg` gives it.

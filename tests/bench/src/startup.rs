@@ -5,7 +5,8 @@
 //! appended at its end (name `paddock-bench`, payload the copy's index), so its content hash
 //! differs and each really compiles; `paddock.toml` gives copy `p<i>` the tool prefix `p<i>`.
 //! Per start: the time from spawn to the `initialize` reply, peak RSS (`VmHWM`) at that moment,
-//! the `tools/list` round trip (every page), idle RSS (`VmRSS` after 200 ms idle), and the
+//! the `tools/list` round trip (every page), idle RSS (`VmRSS` after 200 ms idle) and its
+//! anonymous part (`RssAnon`: the rest is file pages shared with the page cache), and the
 //! progress lines (`compiling plugins: N of M ready…`) on stderr. `tools/list` must show a tool of every copy, so a copy
 //! Paddock did not serve fails the run. native-echo's spawn-to-`initialize` is the reference.
 
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use crate::measure::{millis, peak_rss_mb, rss_mb};
+use crate::measure::{anon_rss_mb, millis, peak_rss_mb, rss_mb};
 use crate::process::WAIT;
 use crate::stdio::StdioServer;
 
@@ -32,6 +33,8 @@ pub struct StartFigures {
     pub peak_rss_mb: f64,
     pub list_ms: f64,
     pub idle_rss_mb: f64,
+    /// The anonymous part of `idle_rss_mb`.
+    pub idle_anon_mb: f64,
     /// Progress lines on stderr: Paddock's `compiling plugins: N of M ready…`, logged every
     /// second once compiling has taken more than one (not the `plugin loaded … cache=Compiled`
     /// record every compiled plugin gets).
@@ -129,6 +132,7 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     }
     std::thread::sleep(SETTLE);
     figures.idle_rss_mb = rss_mb(server.pid())?;
+    figures.idle_anon_mb = anon_rss_mb(server.pid())?;
     figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
     server.stop()?;
     Ok(figures)
