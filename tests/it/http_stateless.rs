@@ -191,3 +191,28 @@ async fn an_input_round_started_on_one_replica_completes_on_another_sharing_the_
     assert_eq!(refused["error"]["code"], -32602, "a replica with another key cannot open the state: {refused}");
     Ok(())
 }
+
+#[tokio::test]
+async fn an_event_stream_starts_with_its_first_event_in_the_same_write_as_the_headers() -> Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    // The reply is the stream's first event, and it exists only after half a second of work: a
+    // server that sent the headers ahead of it would be read here on their own.
+    let params = json!({"name": "slow_compute", "arguments": {"seconds": 0.5, "label": "late"}, "_meta": modern_meta(json!({}))});
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: text/event-stream\r\ncontent-type: application/json\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: slow_compute\r\ncontent-length: {}\r\n\r\n{body}",
+        host.addr,
+        body.len()
+    );
+    let mut socket = tokio::net::TcpStream::connect(host.addr).await?;
+    socket.write_all(request.as_bytes()).await?;
+    let mut first = vec![0u8; 64 << 10];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), socket.read(&mut first)).await??;
+    let first = String::from_utf8_lossy(&first[..n]);
+    assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");
+    assert!(first.to_ascii_lowercase().contains("content-type: text/event-stream"), "{first}");
+    assert!(first.contains("event: message\ndata: ") && first.contains("late: computed in 0.5 s"), "the headers came without the first event: {first}");
+    Ok(())
+}
