@@ -672,7 +672,8 @@ mod os {
 
     /// Has wasmtime map the compiled component in the open `file`. The descriptor's own path
     /// names the open file itself, so the file checked is the file mapped even if its name in
-    /// the folder has been replaced since.
+    /// the folder has been replaced since. Where that path does not lead to the same file (no
+    /// `/proc` mounted), a private copy of the file is loaded instead.
     ///
     /// # Safety
     /// `file` must hold native code compiled by this engine that the caller trusts, as for
@@ -684,8 +685,18 @@ mod os {
         } else {
             format!("/dev/fd/{}", file.as_raw_fd())
         };
-        // SAFETY: the caller vouches for the file (see above); the path is this process's own
-        // descriptor for it.
+        let open = file.metadata().map_err(wasmtime::Error::new)?;
+        let same_file = std::fs::metadata(&own_path).is_ok_and(|named| (named.dev(), named.ino()) == (open.dev(), open.ino()));
+        if !same_file {
+            // No `/proc` (or `/dev/fd`) here: load a private copy of the open file instead.
+            let len = usize::try_from(open.len()).map_err(wasmtime::Error::new)?;
+            let mut bytes = vec![0u8; len];
+            read_exact_at(file, &mut bytes, 0).map_err(wasmtime::Error::new)?;
+            // SAFETY: the caller vouches for the file (see above); these are its bytes.
+            return unsafe { wasmtime::component::Component::deserialize(engine, &bytes) };
+        }
+        // SAFETY: the caller vouches for the file (see above); the path names this process's
+        // own descriptor for it, checked to be the same file just above.
         unsafe { wasmtime::component::Component::deserialize_file(engine, own_path) }
     }
 

@@ -34,7 +34,7 @@ use crate::http::{CASES, HttpFigures};
 use crate::large_echo::LargeEchoFigures;
 use crate::measure::median_of;
 use crate::startup::{StartFigures, StartupFigures};
-use crate::stdio::{DEPTHS, StdioFigures, Target};
+use crate::stdio::{DEPTHS, StdioFigures, Target, WARM_UP_CALLS};
 use crate::websocket::{IN_FLIGHT, WebSocketFigures};
 
 /// Benchmarks Paddock beside a native echo server.
@@ -174,7 +174,8 @@ fn main() -> Result<()> {
     ];
     let startup_folders = if run(Section::Startup) {
         let template = std::fs::read(&startup_template).with_context(|| format!("read {}", startup_template.display()))?;
-        startup_counts.iter().map(|&count| Ok((count, startup::plugin_folder(&template, count)?))).collect::<Result<Vec<_>>>()?
+        let text = std::fs::read(&text_wasm).with_context(|| format!("read {}", text_wasm.display()))?;
+        startup_counts.iter().map(|&count| Ok((count, startup::plugin_folder(&template, count, &text)?))).collect::<Result<Vec<_>>>()?
     } else {
         Vec::new()
     };
@@ -260,7 +261,7 @@ fn report_stdio(args: &Args, results: &Results<[StdioFigures; 2]>) {
     }
     row("peak RSS (MB)".into(), &|f| f.peak_rss_mb);
     println!(
-        "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls; 1-minute load at each round: {}{}",
+        "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls (after {WARM_UP_CALLS} to warm up); 1-minute load at each round: {}{}",
         args.rounds,
         args.calls,
         results.loads(),
@@ -294,7 +295,7 @@ fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
 
 fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio_results: &Results<[StdioFigures; 2]>) {
     println!(
-        "WebSocket `/ws` (subprotocol `mcp`), `text_echo`, one connection: {} sequential calls, then {IN_FLIGHT} in flight; medians of {} round(s); 1-minute load at each round: {}{}",
+        "WebSocket `/ws` (subprotocol `mcp`), `text_echo`, one connection: {} sequential calls (after {WARM_UP_CALLS} to warm up), then {IN_FLIGHT} in flight; medians of {} round(s); 1-minute load at each round: {}{}",
         args.calls,
         args.rounds,
         results.loads(),
@@ -323,7 +324,7 @@ fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio
 
 fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Results<StartupFigures>) {
     println!(
-        "Start-up over stdio, Paddock with N distinct copies of `{}` (`--cache-dir`: cold = a fresh empty cache, warm = the same cache on the next start); native-echo's own start for reference; \
+        "Start-up over stdio, Paddock with N distinct copies of `{}` and the `text` sample (`--cache-dir`: cold = a fresh empty cache, warm = the same cache on the next start); native-echo's own start for reference; after each start, 500 sequential `text_echo` calls (after 1000 to warm up); \
          medians of {} round(s); 1-minute load at each round: {}{}",
         template.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
         args.rounds,
@@ -331,8 +332,8 @@ fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Resu
         results.took()
     );
     println!();
-    println!("| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | of which anonymous (MB) | `compiling…` progress lines on stderr |");
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---|");
+    println!("| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | of which anonymous (MB) | `text_echo` p50 (µs) | CPU per call (µs) | `compiling…` progress lines on stderr |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|");
     let rounds = &results.rounds;
     let line = |server: &str, plugins: &str, cache: &str, pick: &dyn Fn(&StartupFigures) -> &StartFigures, progress: bool| {
         let shown = if progress {
@@ -347,12 +348,14 @@ fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Resu
             "—".to_owned()
         };
         println!(
-            "| {server} | {plugins} | {cache} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {shown} |",
+            "| {server} | {plugins} | {cache} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {shown} |",
             median_of(rounds, |r| pick(r).init_ms),
             median_of(rounds, |r| pick(r).peak_rss_mb),
             median_of(rounds, |r| pick(r).list_ms),
             median_of(rounds, |r| pick(r).idle_rss_mb),
             median_of(rounds, |r| pick(r).idle_anon_mb),
+            median_of(rounds, |r| pick(r).call_p50_us),
+            median_of(rounds, |r| pick(r).call_cpu_us),
         );
     };
     line("native-echo", "—", "—", &|r| &r.native, false);

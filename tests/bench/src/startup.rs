@@ -9,6 +9,10 @@
 //! anonymous part (`RssAnon`: the rest is file pages shared with the page cache), and the
 //! progress lines (`compiling plugins: N of M ready…`) on stderr. `tools/list` must show a tool of every copy, so a copy
 //! Paddock did not serve fails the run. native-echo's spawn-to-`initialize` is the reference.
+//!
+//! Beside the copies, the folder holds the `text` sample, whose `text_echo` is then called
+//! sequentially ([`CALLS`] times after a warm-up): the cost of a call with N plugins loaded,
+//! which should not depend on N. native-echo answers the same calls for reference.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,12 +20,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use crate::measure::{anon_rss_mb, millis, peak_rss_mb, rss_mb};
+use crate::measure::{anon_rss_mb, cpu_ns, micros, millis, p50_p99, peak_rss_mb, rss_mb};
 use crate::process::WAIT;
-use crate::stdio::StdioServer;
+use crate::stdio::{StdioServer, echo_call};
 
 /// How long a server is left idle before its idle RSS is read.
 const SETTLE: Duration = Duration::from_millis(200);
+
+/// Sequential `text_echo` calls timed after each start (after `stdio::WARM_UP_CALLS`).
+const CALLS: usize = 500;
 
 /// The name of the custom section that makes each copy distinct.
 const SECTION_NAME: &str = "paddock-bench";
@@ -35,6 +42,9 @@ pub struct StartFigures {
     pub idle_rss_mb: f64,
     /// The anonymous part of `idle_rss_mb`.
     pub idle_anon_mb: f64,
+    /// Sequential `text_echo` calls after the start: p50 latency and server CPU per call.
+    pub call_p50_us: f64,
+    pub call_cpu_us: f64,
     /// Progress lines on stderr: Paddock's `compiling plugins: N of M ready…`, logged every
     /// second once compiling has taken more than one (not the `plugin loaded … cache=Compiled`
     /// record every compiled plugin gets).
@@ -78,9 +88,11 @@ pub fn distinct_copy(wasm: &[u8], index: usize) -> Vec<u8> {
 }
 
 /// A temporary plugins folder of `count` distinct copies of `template` (`p0.wasm`…), each
-/// exposed with its own prefix by `paddock.toml`.
-pub fn plugin_folder(template: &[u8], count: usize) -> Result<tempfile::TempDir> {
+/// exposed with its own prefix by `paddock.toml`, and `text` (the `text` sample, serving
+/// `text_echo`).
+pub fn plugin_folder(template: &[u8], count: usize, text: &[u8]) -> Result<tempfile::TempDir> {
     let folder = tempfile::Builder::new().prefix("paddock-bench-plugins-").tempdir()?;
+    std::fs::write(folder.path().join("text.wasm"), text)?;
     let mut config = String::new();
     for index in 0..count {
         std::fs::write(folder.path().join(format!("p{index}.wasm")), distinct_copy(template, index))?;
@@ -133,9 +145,28 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     std::thread::sleep(SETTLE);
     figures.idle_rss_mb = rss_mb(server.pid())?;
     figures.idle_anon_mb = anon_rss_mb(server.pid())?;
+    (figures.call_p50_us, figures.call_cpu_us) = time_calls(&mut server)?;
     figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
     server.stop()?;
     Ok(figures)
+}
+
+/// Times [`CALLS`] sequential `text_echo` calls after `stdio::WARM_UP_CALLS` to warm up: (p50
+/// µs, server CPU µs per call).
+fn time_calls(server: &mut StdioServer) -> Result<(f64, f64)> {
+    for id in 0..crate::stdio::WARM_UP_CALLS {
+        server.request(&echo_call(2_000_000 + id))?;
+    }
+    let cpu_before = cpu_ns(server.pid())?;
+    let mut latencies = Vec::with_capacity(CALLS);
+    for id in 0..CALLS {
+        let started = Instant::now();
+        let reply = server.request(&echo_call(3_000_000 + id))?;
+        latencies.push(micros(started.elapsed()));
+        ensure!(reply.contains("\"result\""), "a `text_echo` call failed: {reply}");
+    }
+    let cpu = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / CALLS as f64;
+    Ok((p50_p99(&mut latencies).0, cpu))
 }
 
 /// One start-up round: native's reference, then per entry of `counts` a cold and a warm start of
@@ -169,6 +200,7 @@ mod tests {
     fn a_copy_is_the_same_component_with_one_more_custom_section() {
         let template = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../sample-plugins/dist/fetch.wasm"));
         let Ok(template) = template else {
+            assert!(std::env::var("CI").is_err(), "sample-plugins/dist/fetch.wasm is missing; run scripts/build-plugins");
             eprintln!("skipped: sample-plugins/dist/fetch.wasm is missing; run scripts/build-plugins");
             return;
         };

@@ -14,6 +14,12 @@ use crate::process::{Process, Progress, StderrLog, WAIT};
 /// Pipeline depths measured.
 pub const DEPTHS: [usize; 4] = [1, 8, 64, 256];
 
+/// Sequential calls before any sequential figure is taken. The first calls fault in code and
+/// memory, and on these VMs a ping-pong over a pipe takes several hundred round trips to
+/// settle (an idle vCPU is expensive to wake until the host adapts): after 100 calls, native's
+/// p50 was still 45 µs, against 8 µs after 500.
+pub const WARM_UP_CALLS: usize = 1000;
+
 /// The `initialize` request every stdio client sends first.
 pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"paddock-bench","version":"1"}}}"#;
 
@@ -159,8 +165,7 @@ pub fn pipelined(server: &mut StdioServer, depth: usize, calls: usize, first_id:
 pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
     let (mut server, init) = StdioServer::start(&target.command, WAIT)?;
     let mut figures = StdioFigures { init_ms: millis(init), ..StdioFigures::default() };
-    // Warm-up: the first calls fault in code and memory.
-    for id in 1..=100 {
+    for id in 1..=WARM_UP_CALLS {
         server.request(&echo_call(id))?;
     }
     let cpu_before = cpu_ns(server.pid())?;

@@ -70,8 +70,7 @@ async fn next_text(socket: &mut Socket) -> Result<String> {
 async fn measure(addr: SocketAddr, calls: usize) -> Result<WebSocketFigures> {
     let mut socket = connect(addr).await?;
     let mut next_id = 1;
-    // Warm-up: the first calls fault in code and memory.
-    for _ in 0..100 {
+    for _ in 0..crate::stdio::WARM_UP_CALLS {
         next_id += 1;
         send(&mut socket, echo_call(next_id)).await?;
         let reply = next_text(&mut socket).await?;
