@@ -176,26 +176,24 @@ fn read_to_compile(path: &Path, digest: &[u8; 32]) -> Result<Vec<u8>, LoadError>
 }
 
 /// Loads the component with content `digest` from the cache, or compiles it from `path` (and
-/// stores it). Blocking.
+/// stores it when there is a cache). Blocking.
 fn build(runtime: &Runtime, path: &Path, digest: &[u8; 32]) -> Result<(Component, CacheOutcome), LoadError> {
-    let compile_error = |e: wasmtime::Error| LoadError::Compile(e.to_string().lines().next().unwrap_or_default().to_owned());
-    let Some(cache) = &runtime.cache else {
-        let bytes = read_to_compile(path, digest)?;
-        let built = Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)).map_err(compile_error);
-        drop(bytes);
-        crate::allocator::release_free_memory();
-        return built;
-    };
-    let outcome = match cache.lookup(&runtime.engine, digest) {
-        Lookup::Hit(component) => return Ok((component, CacheOutcome::Hit)),
-        Lookup::Missing => CacheOutcome::Compiled,
-        Lookup::Discarded => CacheOutcome::Recompiled,
+    let cached = match &runtime.cache {
+        Some(cache) => match cache.lookup(&runtime.engine, digest) {
+            Lookup::Hit(component) => return Ok((component, CacheOutcome::Hit)),
+            Lookup::Missing => Some((cache, CacheOutcome::Compiled)),
+            Lookup::Discarded => Some((cache, CacheOutcome::Recompiled)),
+        },
+        None => None,
     };
     let bytes = read_to_compile(path, digest)?;
-    let built = cache.compile_and_store(&runtime.engine, &bytes, digest, outcome).map_err(compile_error);
+    let built = match cached {
+        Some((cache, outcome)) => cache.compile_and_store(&runtime.engine, &bytes, digest, outcome),
+        None => Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)),
+    };
     drop(bytes);
     crate::allocator::release_free_memory();
-    built
+    built.map_err(|e| LoadError::Compile(e.to_string().lines().next().unwrap_or_default().to_owned()))
 }
 
 /// Runs blocking file and compile work on the blocking pool.

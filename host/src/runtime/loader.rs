@@ -124,6 +124,11 @@ fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The plugin id a file is loaded as: its name without `.wasm`.
+fn plugin_id(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// How many instances the plugins of `dir` can have alive at once, which is what the runtime's
 /// pool and global gate are sized to: each plugin's granted concurrency, plus one for reading
 /// its catalog at load. At least 1, at most `MAX_INSTANCES`. A file that will not load (a bad
@@ -131,8 +136,7 @@ fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 pub fn instances_for_folder(dir: &Path, config: &Config) -> u32 {
     let files = plugin_files(dir).unwrap_or_default();
     let wanted = files.iter().fold(0u64, |sum, path| {
-        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let concurrency = config.grant(&id).map_or(Limits::DEFAULT_CONCURRENCY, |g| g.limits.concurrency.max(1));
+        let concurrency = config.grant(&plugin_id(path)).map_or(Limits::DEFAULT_CONCURRENCY, |g| g.limits.concurrency.max(1));
         sum + u64::from(concurrency) + 1
     });
     u32::try_from(wanted.clamp(1, u64::from(MAX_INSTANCES))).unwrap_or(MAX_INSTANCES)
@@ -153,7 +157,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     };
     let mut admitted = Vec::new();
     for path in files {
-        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let id = plugin_id(&path);
         if !valid_id(&id) {
             report.problems.push(LoadProblem {
                 path,
