@@ -174,7 +174,15 @@ pub fn from_value(value: Value) -> Result<Message, Rejection> {
 
 /// A success response line.
 pub fn result_line(id: &Id, result: &Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result}).to_string()
+    /// The response written from borrowed parts: the result is never copied on its way out.
+    #[derive(serde::Serialize)]
+    struct Response<'a> {
+        jsonrpc: &'static str,
+        id: Value,
+        result: &'a Value,
+    }
+    let response = Response { jsonrpc: "2.0", id: id.to_value(), result };
+    serde_json::to_string(&response).expect("JSON values always serialize")
 }
 
 /// An error response line; `id` is null when it could not be read.

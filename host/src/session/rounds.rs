@@ -41,7 +41,8 @@ const READ_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::
 /// A request that may need input, as the client sent it.
 #[derive(Debug, Clone)]
 pub(super) enum Target {
-    Tool { name: String, arguments: Value },
+    /// `arguments` is the JSON text of an object: written once here, handed to the plugin as is.
+    Tool { name: String, arguments: String },
     Prompt { name: String, arguments: Vec<(String, String)>, raw: Value },
     Read { uri: String },
 }
@@ -59,8 +60,8 @@ impl Target {
             "tools/call" => {
                 let name = required_str(params, "name")?.to_owned();
                 let arguments = match params.and_then(|p| p.get("arguments")) {
-                    None | Some(Value::Null) => json!({}),
-                    Some(value @ Value::Object(_)) => value.clone(),
+                    None | Some(Value::Null) => "{}".to_owned(),
+                    Some(value @ Value::Object(_)) => value.to_string(),
                     Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`arguments` must be an object")),
                 };
                 Ok(Target::Tool { name, arguments })
@@ -102,11 +103,13 @@ impl Target {
         }
     }
 
-    fn arguments(&self) -> &Value {
+    /// The arguments as a sealed round binds them.
+    fn arguments(&self) -> Value {
         match self {
-            Target::Tool { arguments, .. } => arguments,
-            Target::Prompt { raw, .. } => raw,
-            Target::Read { .. } => &Value::Null,
+            // Text serde_json wrote from a parsed object always parses back to that object.
+            Target::Tool { arguments, .. } => serde_json::from_str(arguments).unwrap_or(Value::Null),
+            Target::Prompt { raw, .. } => raw.clone(),
+            Target::Read { .. } => Value::Null,
         }
     }
 }
@@ -202,7 +205,8 @@ impl Session {
             Some(Value::String(token)) => {
                 // The state names the plugin that issued it; it must still serve this request.
                 let plugin = self.owner(target).ok_or_else(|| unknown(target, era))?;
-                let binding = binding(&plugin, target, caller.as_deref());
+                let arguments = target.arguments();
+                let binding = binding(&plugin, target, &arguments, caller.as_deref());
                 Some(key.open(&binding, token).map_err(|e| ErrorObject::new(INVALID_PARAMS, e.to_string()))?)
             }
             Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`requestState` must be a string")),
@@ -219,7 +223,8 @@ impl Session {
                 // Ask again for what is missing only, carrying what was answered.
                 let plugin = self.owner(target).ok_or_else(|| unknown(target, era))?;
                 round.requests = missing;
-                let sealed = key.seal_for(&binding(&plugin, target, caller.as_deref()), &round, self.server.state_ttl);
+                let arguments = target.arguments();
+                let sealed = key.seal_for(&binding(&plugin, target, &arguments, caller.as_deref()), &round, self.server.state_ttl);
                 return Ok(Opened::AskAgain(input_required_result(&round.requests, sealed)));
             }
             context.input_responses = round.answered;
@@ -266,7 +271,8 @@ impl Session {
     pub(super) fn answer_input_required(&self, target: &Target, plugin: &str, context: &RequestContext, required: InputRequired) -> Result<Finished, ErrorObject> {
         refuse_undeclared(&required, &context.client_capabilities, plugin)?;
         let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
-        let sealed = self.server.state_key.seal_for(&binding(plugin, target, context.caller.as_deref()), &round, self.server.state_ttl);
+        let arguments = target.arguments();
+        let sealed = self.server.state_key.seal_for(&binding(plugin, target, &arguments, context.caller.as_deref()), &round, self.server.state_ttl);
         Ok(input_required_result(&round.requests, sealed))
     }
 
@@ -380,7 +386,7 @@ impl Session {
     pub(super) async fn run_once(&self, target: &Target, era: Era, cx: &CallContext) -> Result<(String, Outcome<Finished>), ErrorObject> {
         let router = self.server.router();
         match target {
-            Target::Tool { name, arguments } => match router.call_tool(name, &arguments.to_string(), cx).await {
+            Target::Tool { name, arguments } => match router.call_tool(name, arguments, cx).await {
                 Ok((plugin, outcome)) => {
                     let outcome = match outcome {
                         Outcome::Complete(result) => Outcome::Complete(Finished { result: to_json(&result)?, cache: None }),
@@ -447,8 +453,8 @@ enum AskFailure {
     Plugin(String),
 }
 
-fn binding<'a>(plugin: &'a str, target: &'a Target, caller: Option<&'a str>) -> Binding<'a> {
-    Binding { plugin, method: target.method(), target: target.name(), arguments: target.arguments(), caller }
+fn binding<'a>(plugin: &'a str, target: &'a Target, arguments: &'a Value, caller: Option<&'a str>) -> Binding<'a> {
+    Binding { plugin, method: target.method(), target: target.name(), arguments, caller }
 }
 
 fn unknown(target: &Target, era: Era) -> ErrorObject {

@@ -342,3 +342,12 @@ fn an_unserializable_resource_meta_is_malformed_output() {
     };
     assert!(message.starts_with("resource `_meta` has a lone surrogate escape `\\udfff`"), "{message}");
 }
+
+#[test]
+fn escapes_are_counted_as_serde_json_writes_them_for_every_ascii_byte() {
+    for byte in 0u8..0x80 {
+        let text = char::from(byte).to_string().repeat(3);
+        let written = serde_json::to_string(&text).expect("serializes").len();
+        assert_eq!(text.len() + 2 + escapes(&text), written, "byte {byte:#04x}");
+    }
+}

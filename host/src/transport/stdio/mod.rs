@@ -60,7 +60,7 @@ impl Splitter {
     /// Feeds `bytes`, calling `emit` for each line they complete.
     fn feed(&mut self, mut bytes: &[u8], emit: &mut impl FnMut(Line) -> bool) -> bool {
         while !bytes.is_empty() {
-            let (chunk, rest, ended) = match bytes.iter().position(|&b| b == b'\n') {
+            let (chunk, rest, ended) = match memchr::memchr(b'\n', bytes) {
                 Some(at) => (&bytes[..at], &bytes[at + 1..], true),
                 None => (bytes, &[][..], false),
             };
