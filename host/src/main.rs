@@ -2,6 +2,6 @@
 //! line, runs it.
 
 fn main() -> std::process::ExitCode {
-    paddock::allocator::bound_arenas();
+    paddock::allocator::tune();
     paddock::cli::main()
 }

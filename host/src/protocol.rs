@@ -101,6 +101,15 @@ impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into(), annotations: None, meta: None }
     }
+
+    /// The block's bulk, text or base64 data, with the name of its field.
+    pub fn body_mut(&mut self) -> Option<(&'static str, &mut String)> {
+        match self {
+            ContentBlock::Text { text, .. } => Some(("text", text)),
+            ContentBlock::Image { data, .. } | ContentBlock::Audio { data, .. } => Some(("data", data)),
+            ContentBlock::ResourceLink(_) | ContentBlock::Resource { .. } => None,
+        }
+    }
 }
 
 /// A link to a resource, as a content block.

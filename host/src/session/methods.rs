@@ -10,7 +10,7 @@ use super::Era;
 use super::lifecycle::{self, META_SERVER_INFO, MODERN_VERSIONS};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line};
 use crate::plugin::{CallContext, CallEvent, LogLevel, PluginError};
-use crate::protocol::{CacheHint, CacheScope, CompletionTarget};
+use crate::protocol::{CacheHint, CacheScope, CallToolResult, CompletionTarget};
 use crate::router::{Named, RouteError, Router};
 
 /// Legacy error code for an unknown resource (2025-11-25 and earlier).
@@ -162,6 +162,22 @@ pub(super) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ErrorOb
         tracing::error!(error = %err, "cannot serialize a result");
         ErrorObject::new(INTERNAL_ERROR, "internal error")
     })
+}
+
+/// A tool's result as JSON. The text and data of its blocks move into the value instead of
+/// being copied: they are nearly all of a large result.
+pub(super) fn call_result_json(mut result: CallToolResult) -> Result<Value, ErrorObject> {
+    let bodies: Vec<Option<(&'static str, String)>> =
+        result.content.iter_mut().map(|block| block.body_mut().map(|(field, body)| (field, std::mem::take(body)))).collect();
+    let mut value = to_json(&result)?;
+    if let Some(Value::Array(blocks)) = value.get_mut("content") {
+        for (block, body) in blocks.iter_mut().zip(bodies) {
+            if let (Value::Object(block), Some((field, body))) = (block, body) {
+                block.insert(field.to_owned(), Value::String(body));
+            }
+        }
+    }
+    Ok(value)
 }
 
 pub(super) fn route_error(error: RouteError, era: Era) -> ErrorObject {

@@ -18,7 +18,7 @@ use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
 use super::lifecycle::{self, META_CLIENT_CAPABILITIES};
-use super::methods::{required_str, route_error, to_json};
+use super::methods::{call_result_json, required_str, route_error, to_json};
 use super::task_calls::CallMode;
 use super::{Era, Session};
 use crate::input::seal::{Binding, Round};
@@ -389,7 +389,7 @@ impl Session {
             Target::Tool { name, arguments } => match router.call_tool(name, arguments, cx).await {
                 Ok((plugin, outcome)) => {
                     let outcome = match outcome {
-                        Outcome::Complete(result) => Outcome::Complete(Finished { result: to_json(&result)?, cache: None }),
+                        Outcome::Complete(result) => Outcome::Complete(Finished { result: call_result_json(result)?, cache: None }),
                         Outcome::InputRequired(required) => Outcome::InputRequired(required),
                     };
                     Ok((plugin.to_owned(), outcome))

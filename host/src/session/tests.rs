@@ -992,3 +992,38 @@ async fn results_are_shaped_to_the_negotiated_revision() {
 fn modern_call(id: u32, tool: &str) -> String {
     modern(id, "tools/call", &format!(r#""name":"{tool}","arguments":{{}}"#))
 }
+
+#[test]
+fn a_tool_result_moved_into_json_is_the_json_it_serializes_to() {
+    use crate::protocol::{Annotations, ResourceLink};
+    let raw = |text: &str| Some(serde_json::value::RawValue::from_string(text.to_owned()).expect("valid JSON"));
+    let annotations = || Some(Annotations { audience: vec![Role::User], priority: Some(0.5), last_modified: None });
+    let contents = ResourceContents { uri: "a://x".into(), mime_type: None, text: Some("inner".into()), blob: None, meta: None };
+    let link = ResourceLink {
+        uri: "a://y".into(),
+        name: "y".into(),
+        title: None,
+        description: None,
+        mime_type: None,
+        size: Some(3),
+        icons: Vec::new(),
+        annotations: None,
+        meta: None,
+    };
+    let result = CallToolResult {
+        content: vec![
+            ContentBlock::Text { text: "first \"quoted\"\n".into(), annotations: annotations(), meta: raw(r#"{"k":1}"#) },
+            ContentBlock::ResourceLink(link),
+            ContentBlock::Image { data: "aW1n".into(), mime_type: "image/png".into(), annotations: None, meta: None },
+            ContentBlock::Resource { resource: contents, annotations: None, meta: None },
+            ContentBlock::Audio { data: "YXVk".into(), mime_type: "audio/wav".into(), annotations: annotations(), meta: None },
+            ContentBlock::text(""),
+            ContentBlock::text("x".repeat(1 << 16)),
+        ],
+        structured_content: raw(r#"{"n":[1,2]}"#),
+        is_error: true,
+        meta: raw(r#"{"m":"v"}"#),
+    };
+    let expected = serde_json::to_value(&result).expect("serializes");
+    assert_eq!(super::methods::call_result_json(result).expect("converts"), expected);
+}
