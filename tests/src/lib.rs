@@ -254,6 +254,11 @@ impl StdioHost {
     }
 
     /// Calls a tool (legacy session) and returns the `result` object.
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the server is running")
+    }
+
     pub async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
         let reply = self.request("tools/call", serde_json::json!({"name": name, "arguments": arguments})).await?;
         reply.get("result").cloned().with_context(|| format!("tools/call {name} failed: {reply}"))
