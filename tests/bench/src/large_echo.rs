@@ -1,7 +1,8 @@
 //! The 1 MiB echo section: sequential `tools/call text_echo` over stdio with a 1 MiB ASCII
-//! `text`, each reply's text checked to be the same length. Paddock serves it from a temporary
-//! folder holding a copy of the `text` plugin and a `paddock.toml` raising its output limit to
-//! 4 MiB (the default 1 MiB is too small for the result once wrapped).
+//! `text`, each reply's text checked to be the same length, with the server's CPU and minor page
+//! faults per call beside the latency. Paddock serves it from a temporary folder holding a copy
+//! of the `text` plugin and a `paddock.toml` raising its output limit to 4 MiB (the default
+//! 1 MiB is too small for the result once wrapped).
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use crate::measure::{millis, p50_p99};
+use crate::measure::{cpu_ns, millis, minor_faults, p50_p99};
 use crate::process::WAIT;
 use crate::stdio::{StdioServer, Target};
 
@@ -21,6 +22,8 @@ pub const TEXT_BYTES: usize = 1 << 20;
 pub struct LargeEchoFigures {
     pub p50_ms: f64,
     pub p99_ms: f64,
+    pub cpu_per_call_ms: f64,
+    pub faults_per_call: f64,
 }
 
 /// A temporary plugins folder serving `text_echo` with a 4 MiB output limit.
@@ -51,6 +54,7 @@ pub fn round(target: &Target, calls: usize) -> Result<LargeEchoFigures> {
         check(server.request(&large_call(id, &text))?)?;
     }
     let mut latencies = Vec::with_capacity(calls);
+    let (cpu_before, faults_before) = (cpu_ns(server.pid())?, minor_faults(server.pid())?);
     for id in 0..calls {
         let request = large_call(100 + id, &text);
         let started = Instant::now();
@@ -59,7 +63,9 @@ pub fn round(target: &Target, calls: usize) -> Result<LargeEchoFigures> {
         latencies.push(millis(started.elapsed()));
         check(reply).with_context(|| format!("{} failed a 1 MiB call", target.name))?;
     }
+    let cpu_per_call_ms = (cpu_ns(server.pid())? - cpu_before) as f64 / 1e6 / calls as f64;
+    let faults_per_call = (minor_faults(server.pid())? - faults_before) as f64 / calls as f64;
     server.stop()?;
     let (p50_ms, p99_ms) = p50_p99(&mut latencies);
-    Ok(LargeEchoFigures { p50_ms, p99_ms })
+    Ok(LargeEchoFigures { p50_ms, p99_ms, cpu_per_call_ms, faults_per_call })
 }

@@ -378,5 +378,12 @@ fn report_large_echo(args: &Args, results: &Results<[LargeEchoFigures; 2]>) {
     let pick = |figure: fn(&LargeEchoFigures) -> f64| results.medians(figure);
     let (p50_paddock, p50_native) = pick(|f| f.p50_ms);
     let (p99_paddock, p99_native) = pick(|f| f.p99_ms);
-    comparison_table(&[("1 MiB `tools/call` p50 (ms)".into(), p50_paddock, p50_native), ("1 MiB `tools/call` p99 (ms)".into(), p99_paddock, p99_native)]);
+    let (cpu_paddock, cpu_native) = pick(|f| f.cpu_per_call_ms);
+    let (faults_paddock, faults_native) = pick(|f| f.faults_per_call);
+    comparison_table(&[
+        ("1 MiB `tools/call` p50 (ms)".into(), p50_paddock, p50_native),
+        ("1 MiB `tools/call` p99 (ms)".into(), p99_paddock, p99_native),
+        ("server CPU per call (ms)".into(), cpu_paddock, cpu_native),
+        ("minor page faults per call".into(), faults_paddock, faults_native),
+    ]);
 }

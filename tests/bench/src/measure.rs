@@ -38,6 +38,15 @@ pub fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
     Ok(total)
 }
 
+/// Minor page faults `pid` has taken so far (`/proc/PID/stat`, the tenth field).
+pub fn minor_faults(pid: u32) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces: fields are counted from the `)` that ends it.
+    let after_name = stat.rfind(')').map_or("", |end| &stat[end + 1..]);
+    let field = after_name.split_whitespace().nth(7).ok_or_else(|| anyhow::anyhow!("/proc/{pid}/stat has no fault count"))?;
+    Ok(field.parse()?)
+}
+
 /// A `kB` field of `/proc/PID/status` (`VmHWM`, `VmRSS`, `RssAnon`), in MB.
 fn status_mb(pid: u32, field: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
