@@ -2,6 +2,8 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of these modules and their invariants.
 
+// Calls glibc's `mallopt` and `malloc_trim`, which take no pointers.
+#[allow(unsafe_code)]
 pub mod allocator;
 pub mod cli;
 pub mod config;

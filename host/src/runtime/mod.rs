@@ -11,6 +11,8 @@
 mod audit;
 #[allow(unsafe_code)]
 mod bindings;
+// Maps compiled code it has verified; each `unsafe` block there states why it holds.
+#[allow(unsafe_code)]
 mod cache;
 mod catalog;
 mod compile;
