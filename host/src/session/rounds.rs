@@ -106,8 +106,9 @@ impl Target {
     /// The arguments as a sealed round binds them.
     fn arguments(&self) -> Value {
         match self {
-            // Text serde_json wrote from a parsed object always parses back to that object.
-            Target::Tool { arguments, .. } => serde_json::from_str(arguments).unwrap_or(Value::Null),
+            // Bound as the plugin reads them: parsed from the very text it is given (which
+            // serde_json wrote, so it parses; were it ever not to, the text itself is bound).
+            Target::Tool { arguments, .. } => serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.clone())),
             Target::Prompt { raw, .. } => raw.clone(),
             Target::Read { .. } => Value::Null,
         }
