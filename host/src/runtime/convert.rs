@@ -176,7 +176,7 @@ impl Budget {
 /// (`\u001b`).
 fn escapes(s: &str) -> usize {
     // Counted in byte lanes, 255 bytes at a time so a lane cannot overflow: the loop vectorizes
-    // (about 0.1 ms per MiB, against 1–2 ms byte by byte), and it runs over every string of
+    // (about 0.1 ms per MiB, against about 1 ms byte by byte), and it runs over every string of
     // every result.
     let mut total = 0;
     for chunk in s.as_bytes().chunks(usize::from(u8::MAX)) {
