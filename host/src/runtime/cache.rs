@@ -29,6 +29,10 @@
 //! - Artifacts are written to a temporary file (created exclusively, mode 0600) and renamed into
 //!   place, so a reader sees a whole file or none; a torn file would fail the MAC anyway.
 
+mod known_files;
+
+pub(crate) use known_files::FileIdentity;
+
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

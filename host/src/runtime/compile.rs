@@ -8,13 +8,13 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{OnceCell, Semaphore};
 use wasmtime::component::Component;
 
 use super::Runtime;
-use super::cache::{CacheOutcome, Lookup};
+use super::cache::{Cache, CacheOutcome, FileIdentity, Lookup};
 use super::loader::LoadError;
 
 /// Largest plugin file accepted.
@@ -69,9 +69,9 @@ impl Compiles {
     }
 
     async fn component_of(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome), LoadError> {
-        let digest = blocking({
-            let path = path.to_path_buf();
-            move || identify(&path)
+        let (digest, identity) = blocking({
+            let (cache, path) = (runtime.cache.clone(), path.to_path_buf());
+            move || identify(cache.as_ref(), &path)
         })
         .await?;
         let cell = self.by_digest.lock().unwrap_or_else(|e| e.into_inner()).entry(digest).or_default().clone();
@@ -83,6 +83,12 @@ impl Compiles {
                 blocking(move || build(&runtime, &path, &digest)).await.map_err(Arc::new)
             })
             .await;
+        if let (Err(err), Some(cache), Some(identity)) = (compiled, &runtime.cache, identity)
+            && matches!(**err, LoadError::Changed)
+        {
+            // Not the content its record named: hashed again on the next start.
+            cache.forget_digest(&identity);
+        }
         compiled.clone().map_err(LoadError::Shared)
     }
 
@@ -117,13 +123,23 @@ impl Compiles {
 const HASH_CHUNK: usize = 64 << 10;
 
 /// Checks that a plugin file is a component of an accepted size and returns the BLAKE3 digest
-/// of its content, read in small chunks: a warm start never holds a whole file in memory.
-fn identify(path: &Path) -> Result<[u8; 32], LoadError> {
+/// of its content, with the file's identity. With a cache, a file whose identity has a record
+/// there is not read at all (`cache::known_files`); any other is read in small chunks (a warm
+/// start never holds a whole file in memory), and its digest recorded when its identity allows.
+fn identify(cache: Option<&Cache>, path: &Path) -> Result<([u8; 32], Option<FileIdentity>), LoadError> {
     let mut file = std::fs::File::open(path).map_err(LoadError::Read)?;
-    let size = file.metadata().map_err(LoadError::Read)?.len();
+    let metadata = file.metadata().map_err(LoadError::Read)?;
+    let size = metadata.len();
     if size > MAX_WASM_BYTES {
         return Err(LoadError::TooLarge { mib: size >> 20, max_mib: MAX_WASM_BYTES >> 20 });
     }
+    let identity = FileIdentity::of(&metadata);
+    if let (Some(cache), Some(identity)) = (cache, &identity)
+        && let Some(digest) = cache.known_digest(identity)
+    {
+        return Ok((digest, Some(*identity)));
+    }
+    let hashing_began = SystemTime::now();
     let mut hasher = blake3::Hasher::new();
     let mut chunk = vec![0u8; HASH_CHUNK];
     let mut header = Vec::with_capacity(8);
@@ -145,7 +161,11 @@ fn identify(path: &Path) -> Result<[u8; 32], LoadError> {
         hasher.update(&chunk[..n]);
     }
     classify(&header)?;
-    Ok(hasher.finalize().into())
+    let digest: [u8; 32] = hasher.finalize().into();
+    if let (Some(cache), Some(identity)) = (cache, &identity) {
+        cache.remember_digest(identity, &digest, hashing_began);
+    }
+    Ok((digest, identity))
 }
 
 /// Refuses what is not a component, from the first bytes of the file.
@@ -213,7 +233,7 @@ mod tests {
         let mut bytes = b"\0asm\x0d\x00\x01\x00".to_vec();
         bytes.extend((0..2 * HASH_CHUNK + 5).map(|i| (i % 253) as u8));
         std::fs::write(&path, &bytes).expect("write");
-        let digest = identify(&path).expect("a component header");
+        let (digest, _) = identify(None, &path).expect("a component header");
         assert_eq!(&digest, blake3::hash(&bytes).as_bytes());
         assert_eq!(read_to_compile(&path, &digest).expect("same content"), bytes);
 
@@ -229,7 +249,7 @@ mod tests {
             (&b"\0as"[..], "not wasm"),
         ] {
             std::fs::write(&path, header).expect("write");
-            let refused = identify(&path).expect_err(expected);
+            let refused = identify(None, &path).expect_err(expected);
             let matched = match expected {
                 "core" => matches!(refused, LoadError::CoreModule),
                 "not wasm" => matches!(refused, LoadError::NotWasm),
@@ -237,5 +257,43 @@ mod tests {
             };
             assert!(matched, "{expected}: {refused:?}");
         }
+    }
+
+    /// A runtime with its cache in `dir`, and the file `p.wasm` there holding `bytes`.
+    fn runtime_and_file(dir: &Path, bytes: &[u8]) -> (Runtime, std::path::PathBuf) {
+        let options = super::super::RuntimeOptions { cache_dir: Some(dir.join("cache")), pooling: false, ..Default::default() };
+        let runtime = Runtime::new(options).expect("runtime");
+        let path = dir.join("p.wasm");
+        std::fs::write(&path, bytes).expect("write");
+        (runtime, path)
+    }
+
+    #[tokio::test]
+    async fn a_file_with_a_record_is_not_read_and_a_record_that_lies_is_dropped() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (runtime, path) = runtime_and_file(dir.path(), b"\0asm\x0d\x00\x01\x00 a component header, then anything");
+        let cache = runtime.cache.clone().expect("a cache");
+        let (digest, identity) = identify(Some(&cache), &path).expect("hashed");
+        let identity = identity.expect("an identity on unix");
+        assert_eq!(cache.known_digest(&identity), None, "a file changed a moment ago is not recorded");
+
+        // A record (as if the file had been settled when hashed) is believed without reading:
+        // here it names a digest the content does not have, which only reading would show.
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let planted = [7u8; 32];
+        cache.remember_digest(&identity, &planted, later);
+        assert_eq!(identify(Some(&cache), &path).expect("known").0, planted);
+        // Compiling reads the file, finds other content, refuses it, and drops the record.
+        let refused = Compiles::new().component(&runtime, &path).await.expect_err("the content is not the recorded one");
+        assert!(matches!(refused, LoadError::Shared(ref err) if matches!(**err, LoadError::Changed)), "{refused:?}");
+        assert_eq!(cache.known_digest(&identity), None);
+        assert_eq!(identify(Some(&cache), &path).expect("hashed again").0, digest);
+
+        // A file written again has another identity: its record, if any, is not this one's.
+        cache.remember_digest(&identity, &digest, later);
+        std::fs::write(&path, b"\0asm\x0d\x00\x01\x00 other content").expect("rewrite");
+        let (rewritten, new_identity) = identify(Some(&cache), &path).expect("hashed");
+        assert_ne!(new_identity, Some(identity));
+        assert_eq!(&rewritten, blake3::hash(&std::fs::read(&path).expect("read")).as_bytes());
     }
 }

@@ -1,6 +1,12 @@
 //! The start-up section: Paddock serving N distinct plugins over stdio, started cold (a fresh,
 //! empty compiled-plugin cache) and then warm (the same cache again).
 //!
+//! The folders are made once, before the first round. The cold start records each file's digest
+//! in the cache only if the file was already two seconds old (`cache::known_files` in the host),
+//! so that the warm start need not read it: true of a real plugins folder, and of every round
+//! of a full run, but not of the first round of `--only startup`, whose warm start still hashes
+//! every file.
+//!
 //! Each plugin is a copy of one sample component made distinct by a WebAssembly custom section
 //! appended at its end (name `paddock-bench`, payload the copy's index), so its content hash
 //! differs and each really compiles; `paddock.toml` gives copy `p<i>` the tool prefix `p<i>`.
