@@ -69,6 +69,10 @@ struct Args {
     /// first would be served).
     #[arg(long)]
     startup_plugin: Option<PathBuf>,
+    /// MiB of zeros in each start-up copy's custom section: plugins the size of, say, a
+    /// component with a language runtime inside, without compiling more code.
+    #[arg(long, default_value_t = 0)]
+    startup_padding_mib: usize,
     /// Sequential 1 MiB calls per round.
     #[arg(long, default_value_t = 20)]
     large_calls: usize,
@@ -175,7 +179,7 @@ fn main() -> Result<()> {
     let startup_folders = if run(Section::Startup) {
         let template = std::fs::read(&startup_template).with_context(|| format!("read {}", startup_template.display()))?;
         let text = std::fs::read(&text_wasm).with_context(|| format!("read {}", text_wasm.display()))?;
-        startup_counts.iter().map(|&count| Ok((count, startup::plugin_folder(&template, count, &text)?))).collect::<Result<Vec<_>>>()?
+        startup_counts.iter().map(|&count| Ok((count, startup::plugin_folder(&template, count, &text, args.startup_padding_mib << 20)?))).collect::<Result<Vec<_>>>()?
     } else {
         Vec::new()
     };

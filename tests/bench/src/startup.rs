@@ -79,13 +79,15 @@ fn leb128_u32(mut value: u32, out: &mut Vec<u8>) {
     }
 }
 
-/// `wasm` with a custom section named [`SECTION_NAME`] holding `index` appended.
-pub fn distinct_copy(wasm: &[u8], index: usize) -> Vec<u8> {
+/// `wasm` with a custom section named [`SECTION_NAME`] appended, holding `index` (then `padding`
+/// zero bytes).
+pub fn distinct_copy(wasm: &[u8], index: usize, padding: usize) -> Vec<u8> {
     let payload = index.to_string();
     let mut contents = Vec::new();
     leb128_u32(SECTION_NAME.len() as u32, &mut contents);
     contents.extend_from_slice(SECTION_NAME.as_bytes());
     contents.extend_from_slice(payload.as_bytes());
+    contents.resize(contents.len() + padding, 0);
     let mut copy = wasm.to_vec();
     copy.push(0x00); // custom section id
     leb128_u32(contents.len() as u32, &mut copy);
@@ -93,15 +95,15 @@ pub fn distinct_copy(wasm: &[u8], index: usize) -> Vec<u8> {
     copy
 }
 
-/// A temporary plugins folder of `count` distinct copies of `template` (`p0.wasm`…), each
-/// exposed with its own prefix by `paddock.toml`, and `text` (the `text` sample, serving
-/// `text_echo`).
-pub fn plugin_folder(template: &[u8], count: usize, text: &[u8]) -> Result<tempfile::TempDir> {
+/// A temporary plugins folder of `count` distinct copies of `template` (`p0.wasm`…, each with
+/// `padding` more bytes), each exposed with its own prefix by `paddock.toml`, and `text` (the
+/// `text` sample, serving `text_echo`).
+pub fn plugin_folder(template: &[u8], count: usize, text: &[u8], padding: usize) -> Result<tempfile::TempDir> {
     let folder = tempfile::Builder::new().prefix("paddock-bench-plugins-").tempdir()?;
     std::fs::write(folder.path().join("text.wasm"), text)?;
     let mut config = String::new();
     for index in 0..count {
-        std::fs::write(folder.path().join(format!("p{index}.wasm")), distinct_copy(template, index))?;
+        std::fs::write(folder.path().join(format!("p{index}.wasm")), distinct_copy(template, index, padding))?;
         config.push_str(&format!("[plugins.p{index}]\nexpose = {{ prefix = \"p{index}\" }}\n"));
     }
     std::fs::write(folder.path().join("paddock.toml"), config)?;
@@ -210,8 +212,9 @@ mod tests {
             eprintln!("skipped: sample-plugins/dist/fetch.wasm is missing; run scripts/build-plugins");
             return;
         };
-        let copy = distinct_copy(&template, 42);
-        assert_ne!(copy, distinct_copy(&template, 43));
+        let copy = distinct_copy(&template, 42, 0);
+        assert_ne!(copy, distinct_copy(&template, 43, 0));
+        assert_eq!(distinct_copy(&template, 42, 1000).len(), copy.len() + 1000 + 1, "the section's size takes a second byte");
         let mut sections = Vec::new();
         for payload in wasmparser::Parser::new(0).parse_all(&copy) {
             if let wasmparser::Payload::CustomSection(reader) = payload.expect("the copy parses") {
