@@ -399,20 +399,28 @@ impl Cache {
         trailer
     }
 
-    /// Writes `code` and its `trailer` as `name` atomically: an exclusive temporary file, then a
-    /// rename.
+    /// Writes `code` and its `trailer` as `name` atomically, synced to disk.
     fn store(&self, name: &str, code: &[u8], trailer: &[u8; TRAILER_LEN]) -> std::io::Result<()> {
         if (code.len() + TRAILER_LEN) as u64 > MAX_ARTIFACT_BYTES {
             return Err(std::io::Error::other(format!(
                 "the compiled plugin is larger than {MAX_ARTIFACT_BYTES} bytes"
             )));
         }
+        self.write_whole(name, &[code, trailer], Durability::Synced)
+    }
+
+    /// Writes `parts` as `name` atomically: an exclusive temporary file (mode 0600), then a
+    /// rename, so a reader sees a whole file or none. The temporary file is removed on failure.
+    fn write_whole(&self, name: &str, parts: &[&[u8]], durability: Durability) -> std::io::Result<()> {
         let tmp = temp_name(name)?;
         let result = (|| {
             let mut file = self.handle.create_new(&tmp)?;
-            file.write_all(code)?;
-            file.write_all(trailer)?;
-            file.sync_all()?;
+            for part in parts {
+                file.write_all(part)?;
+            }
+            if durability == Durability::Synced {
+                file.sync_all()?;
+            }
             self.handle.rename(&tmp, name)
         })();
         if result.is_err() {
@@ -420,6 +428,14 @@ impl Cache {
         }
         result
     }
+}
+
+/// Whether a file the cache writes is synced to disk before it is renamed into place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Synced,
+    /// For what a crash may lose or tear without harm (it then fails its tag).
+    Unsynced,
 }
 
 /// Reads the folder's key, creating it when there is none.

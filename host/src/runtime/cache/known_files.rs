@@ -17,7 +17,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::{Cache, Opened, Role, exposure, hex, os, temp_name};
+use super::{Cache, Durability, Opened, Role, exposure, hex, os};
 
 /// How old a file's ctime must be when its hashing begins for its digest to be recorded.
 const SETTLED: Duration = Duration::from_secs(2);
@@ -116,16 +116,10 @@ impl Cache {
             return;
         }
         let name = self.record_name(identity);
-        let mut record = [0u8; RECORD_LEN];
-        record[..32].copy_from_slice(digest);
-        record[32..].copy_from_slice(self.record_tag(identity, digest).as_bytes());
-        let Ok(tmp) = temp_name(&name) else { return };
-        // No `fsync`: a record lost or torn by a crash only fails its tag, and the file is hashed
+        // Unsynced: a record lost or torn by a crash only fails its tag, and the file is hashed
         // again.
-        let written = self.handle.create_new(&tmp).and_then(|mut file| std::io::Write::write_all(&mut file, &record)).and_then(|()| self.handle.rename(&tmp, &name));
-        if written.is_err() {
-            let _ = self.handle.remove(&tmp);
-        }
+        let tag = self.record_tag(identity, digest);
+        let _ = self.write_whole(&name, &[digest, tag.as_bytes()], Durability::Unsynced);
     }
 
     /// Drops the record for a file with this identity.
