@@ -88,25 +88,33 @@ impl Cache {
         let name = self.record_name(identity);
         let (file, info) = match self.handle.open_file(&name) {
             Ok(Opened::Found(file, info)) => (file, info),
-            Ok(Opened::Missing) => return None,
-            Ok(Opened::Symlink) | Err(_) => {
+            // An error opening it (out of descriptors, say) says nothing about the record.
+            Ok(Opened::Missing) | Err(_) => return None,
+            Ok(Opened::Symlink) => {
                 self.forget_digest(identity);
                 return None;
             }
         };
-        let mut record = [0u8; RECORD_LEN];
-        let readable = exposure(Role::Artifact, &info, self.handle.euid()).is_none()
-            && info.len == RECORD_LEN as u64
-            && os::read_exact_at(&file, &mut record, 0).is_ok();
-        let (digest, tag) = record.split_at(32);
-        let digest: [u8; 32] = digest.try_into().ok()?;
-        // `blake3::Hash` compares in constant time.
-        if readable && blake3::Hash::from_slice(tag).is_ok_and(|tag| tag == self.record_tag(identity, &digest)) {
+        if let Some(digest) = self.read_record(&file, &info, identity) {
             return Some(digest);
         }
         tracing::debug!(path = %self.dir.join(&name).display(), "a record of a plugin file's digest is not valid; the file is hashed again");
         self.forget_digest(identity);
         None
+    }
+
+    /// The digest in an open record, if it is the user's own private file of the right size and
+    /// its tag is this identity's and this digest's under the cache key.
+    fn read_record(&self, file: &std::fs::File, info: &super::Info, identity: &FileIdentity) -> Option<[u8; 32]> {
+        if exposure(Role::Artifact, info, self.handle.euid()).is_some() || info.len != RECORD_LEN as u64 {
+            return None;
+        }
+        let mut record = [0u8; RECORD_LEN];
+        os::read_exact_at(file, &mut record, 0).ok()?;
+        let (digest, tag) = record.split_at(32);
+        let digest: [u8; 32] = digest.try_into().ok()?;
+        // `blake3::Hash` compares in constant time.
+        (blake3::Hash::from_slice(tag).ok()? == self.record_tag(identity, &digest)).then_some(digest)
     }
 
     /// Records the digest of a file hashed from `hashing_began` on, if its ctime was settled by
