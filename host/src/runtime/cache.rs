@@ -32,6 +32,7 @@
 mod known_files;
 
 pub(crate) use known_files::FileIdentity;
+use known_files::Fact;
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -121,6 +122,15 @@ pub(crate) enum CacheError {
     Unsupported,
 }
 
+/// How an artifact was found to be what this cache stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verified {
+    /// Every byte was hashed and the tag matched.
+    Hashed,
+    /// This very file, unchanged since, matched its tag before (`known_files`).
+    Recalled,
+}
+
 /// Why one stored artifact was not loaded. It is then recompiled and stored afresh.
 #[derive(Debug, thiserror::Error)]
 enum Unusable {
@@ -160,6 +170,8 @@ struct Info {
     /// Permission bits (`st_mode & 0o7777`).
     mode: u32,
     len: u64,
+    /// What identifies its content while its ctime is settled (`known_files`).
+    identity: Option<FileIdentity>,
 }
 
 /// What is being checked, which decides the kind it must be and the bits it must not have.
@@ -338,30 +350,51 @@ impl Cache {
         if info.len > MAX_ARTIFACT_BYTES {
             return Err(Unusable::TooLarge);
         }
-        self.verify(&file, info.len, wasm_digest)?;
+        self.verify(&file, &info, wasm_digest)?;
         // SAFETY: the open file holds native code compiled by this engine for these wasm bytes.
-        // `verify` just streamed every byte of it through keyed BLAKE3 over the wasm's digest
-        // and the engine fingerprint, under a key that only this user can read (a file of this
-        // user's that nobody else can read or write, in a folder of this user's that nobody else
-        // can write; the cache refuses anything else), and checked the tag in constant time.
-        // Only a Paddock run by this user that compiled the code could have made the tag.
-        // wasmtime maps this same open file, never the path. Artifacts are only ever created
-        // whole and renamed into place, never written in place; nobody but this user could
-        // write the file between the check and the map, and this user can read the key anyway.
-        // wasmtime still checks the header and compatibility with the engine.
-        unsafe { os::map_verified(engine, &file) }.map(Some).map_err(Unusable::Rejected)
+        // `verify` checked it: either it streamed every byte of it through keyed BLAKE3 over the
+        // wasm's digest and the engine fingerprint, under a key that only this user can read (a
+        // file of this user's that nobody else can read or write, in a folder of this user's
+        // that nobody else can write; the cache refuses anything else), and checked the tag in
+        // constant time; or a record under the same key says this very file (same device,
+        // inode, size, mtime and a ctime settled before that full check began) passed that check,
+        // and any change to the file since would have given it another ctime. Only a Paddock run
+        // by this user that compiled the code could have made the tag or the record. wasmtime
+        // maps this same open file, never the path. Artifacts are only ever created whole and
+        // renamed into place, never written in place; nobody but this user could write the file
+        // between the check and the map, and this user can read the key anyway. wasmtime still
+        // checks the header and compatibility with the engine.
+        unsafe { os::map_verified(engine, &file) }.map(Some).map_err(|err| {
+            if let Some(identity) = &info.identity {
+                self.forget(Fact::VerifiedArtifact { wasm_digest }, identity);
+            }
+            Unusable::Rejected(err)
+        })
     }
 
-    /// Checks the trailer of the artifact in `file` (`len` bytes) and its tag over the compiled
-    /// bytes, read through a private read-only mapping: the bytes are hashed where they lie in
-    /// the page cache, never copied.
-    fn verify(&self, file: &std::fs::File, len: u64, wasm_digest: &[u8; 32]) -> Result<(), Unusable> {
-        let code_len = len.checked_sub(TRAILER_LEN as u64).ok_or(Unusable::NoTrailer)?;
+    /// Checks the trailer of the artifact in `file` (described by `info`) and its tag over the
+    /// compiled bytes, read through a private read-only mapping: the bytes are hashed where they
+    /// lie in the page cache, never copied. An artifact that passed in full once, and has the
+    /// same identity now, is not hashed again (`known_files`).
+    fn verify(&self, file: &std::fs::File, info: &Info, wasm_digest: &[u8; 32]) -> Result<Verified, Unusable> {
+        self.verify_at(file, info, wasm_digest, std::time::SystemTime::now())
+    }
+
+    /// `verify`, with hashing taken to begin at `hashing_began`.
+    fn verify_at(&self, file: &std::fs::File, info: &Info, wasm_digest: &[u8; 32], hashing_began: std::time::SystemTime) -> Result<Verified, Unusable> {
+        let code_len = info.len.checked_sub(TRAILER_LEN as u64).ok_or(Unusable::NoTrailer)?;
         let mut trailer = [0u8; TRAILER_LEN];
         os::read_exact_at(file, &mut trailer, code_len).map_err(Unusable::Io)?;
         let (tag, magic) = trailer.split_at(TAG_LEN);
         if magic != MAGIC {
             return Err(Unusable::NoTrailer);
+        }
+        let tag = blake3::Hash::from_slice(tag).map_err(|_| Unusable::BadMac)?;
+        let fact = Fact::VerifiedArtifact { wasm_digest };
+        if let Some(identity) = &info.identity
+            && self.recall(fact, identity).is_some_and(|verified| blake3::Hash::from(verified) == tag)
+        {
+            return Ok(Verified::Recalled);
         }
         let code_len = usize::try_from(code_len).map_err(|_| Unusable::TooLarge)?;
         let mut mac = self.mac_for(wasm_digest);
@@ -373,11 +406,13 @@ impl Cache {
         mac.update(code.bytes());
         drop(code);
         // `blake3::Hash` compares in constant time.
-        if mac.finalize() == blake3::Hash::from_slice(tag).map_err(|_| Unusable::BadMac)? {
-            Ok(())
-        } else {
-            Err(Unusable::BadMac)
+        if mac.finalize() != tag {
+            return Err(Unusable::BadMac);
         }
+        if let Some(identity) = &info.identity {
+            self.remember(fact, identity, tag.as_bytes(), hashing_began);
+        }
+        Ok(Verified::Hashed)
     }
 
     /// The keyed MAC state over everything an artifact is bound to, before its compiled bytes.
@@ -569,7 +604,7 @@ mod tests {
     use super::*;
 
     fn info(kind: Kind, owner: u32, mode: u32) -> Info {
-        Info { kind, owner, mode, len: 0 }
+        Info { kind, owner, mode, len: 0, identity: None }
     }
 
     #[test]
@@ -668,9 +703,10 @@ mod tests {
         let check = |cache: &Cache, wasm: &[u8; 32], bytes: &[u8]| {
             let path = tmp.path().join("artifact");
             std::fs::write(&path, bytes).expect("write");
-            cache.verify(&std::fs::File::open(&path).expect("open"), bytes.len() as u64, wasm)
+            let file = std::fs::File::open(&path).expect("open");
+            cache.verify(&file, &os::info(&file).expect("info"), wasm)
         };
-        assert!(check(&cache, &wasm, &stored).is_ok(), "the artifact as stored");
+        assert_eq!(check(&cache, &wasm, &stored).expect("the artifact as stored"), Verified::Hashed);
         let rejected = |cache: &Cache, wasm: &[u8; 32], bytes: &[u8]| check(cache, wasm, bytes).expect_err("accepted");
         assert!(matches!(rejected(&cache, &other_wasm, &stored), Unusable::BadMac), "another plugin's artifact");
         for at in [0, 4095, 4096, code.len() - 1] {
@@ -692,5 +728,50 @@ mod tests {
         let mut appended = stored.clone();
         appended.push(0);
         assert!(matches!(rejected(&cache, &wasm, &appended), Unusable::NoTrailer), "a byte after the trailer");
+    }
+
+    #[test]
+    fn an_artifact_that_passed_in_full_is_not_hashed_again_until_it_changes() {
+        use std::os::unix::fs::FileExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let engine = Engine::default();
+        let cache = Cache::open(&tmp.path().join("cache"), &engine).expect("cache");
+        let wasm: [u8; 32] = blake3::hash(b"plugin a").into();
+        let other_wasm: [u8; 32] = blake3::hash(b"plugin b").into();
+        let code: Vec<u8> = (0..2 * 4096 + 5).map(|i| (i % 253) as u8).collect();
+        cache.store("a.cwasm", &code, &cache.trailer(&wasm, &code)).expect("store");
+        let path = tmp.path().join("cache/a.cwasm");
+        let stored = std::fs::read(&path).expect("read");
+        let open = || {
+            let file = std::fs::File::open(&path).expect("open");
+            let info = os::info(&file).expect("info");
+            (file, info)
+        };
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+        let (file, info) = open();
+        // Written a moment ago: hashed every time, never recorded.
+        assert_eq!(cache.verify(&file, &info, &wasm).expect("valid"), Verified::Hashed);
+        assert_eq!(cache.verify(&file, &info, &wasm).expect("valid"), Verified::Hashed);
+        // Settled when hashing began: hashed once, then taken on its record.
+        assert_eq!(cache.verify_at(&file, &info, &wasm, later).expect("valid"), Verified::Hashed);
+        assert_eq!(cache.verify(&file, &info, &wasm).expect("valid"), Verified::Recalled);
+        // The record vouches for this wasm only, and under this key only.
+        assert!(matches!(cache.verify(&file, &info, &other_wasm), Err(Unusable::BadMac)));
+        let other_key = Cache::open(&tmp.path().join("other"), &engine).expect("cache");
+        assert!(matches!(other_key.verify(&file, &info, &wasm), Err(Unusable::BadMac)));
+        // Written in place, same inode: a new ctime, so hashed again, and the flipped byte caught.
+        // The kernel stamps ctime from a clock that ticks every few milliseconds; a real record
+        // names a ctime at least `SETTLED` old, which no later write can share. The record here
+        // was made as if hashing began later than it did, so the write waits out one tick.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut flipped = stored.clone();
+        flipped[4096] ^= 1;
+        std::fs::OpenOptions::new().write(true).open(&path).expect("open").write_all_at(&flipped, 0).expect("write");
+        let (file, info) = open();
+        assert!(matches!(cache.verify_at(&file, &info, &wasm, later), Err(Unusable::BadMac)));
+        // Written back to the very bytes that passed: still hashed, since the ctime moved on.
+        std::fs::OpenOptions::new().write(true).open(&path).expect("open").write_all_at(&stored, 0).expect("write");
+        let (file, info) = open();
+        assert_eq!(cache.verify(&file, &info, &wasm).expect("valid"), Verified::Hashed);
     }
 }

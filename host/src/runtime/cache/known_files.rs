@@ -1,15 +1,19 @@
-//! Digests of plugin files already hashed, kept by the identity of the file they were read from:
-//! a start reads one small record instead of hashing a file that has not changed.
+//! What the cache already knows about a file, kept by the file's identity: a start reads one small
+//! record instead of reading the whole file again.
 //!
-//! A record maps a file's identity (device, inode, size, modification and change times) to the
-//! BLAKE3 digest of the content it had, with a tag under the cache key over both: without the key
-//! nobody can make or alter one. A record is written only for a file whose change time (ctime)
-//! was already `SETTLED` old when its hashing began. Any later change to the file, to its content
-//! or its metadata, sets its ctime to the time of that change, so a file that still has a
-//! record's identity has not changed since it was hashed. The margin covers coarse clock ticks
-//! and file systems with coarse timestamps: a change in the same tick as the recorded one could
-//! otherwise go unseen (git's "racily clean" rule for its index). Only a clock set back, or a
-//! write to the device under the file system, gets past it, and both need root.
+//! Two facts are recorded (`Fact`): the BLAKE3 digest of a plugin file's content, so that an
+//! unchanged plugin is not hashed at every start; and that a compiled artifact passed its MAC in
+//! full, so that unchanged code is not hashed at every start either.
+//!
+//! A record maps a file's identity (device, inode, size, modification and change times) and
+//! what the fact is about to 32 bytes of value, with a tag under the cache key over all of it:
+//! without the key nobody can make or alter one. A record is written only for a file whose change
+//! time (ctime) was already `SETTLED` old when its reading began. Any later change to the file, to
+//! its content or its metadata, sets its ctime to the time of that change, so a file that still
+//! has a record's identity has not changed since it was read. The margin covers coarse clock
+//! ticks and file systems with coarse timestamps: a change in the same tick as the recorded one
+//! could otherwise go unseen (git's "racily clean" rule for its index). Only a clock set back, or
+//! a write to the device under the file system, gets past it, and both need root.
 //!
 //! A record that names a digest whose compiled artifact is gone costs nothing: the file is then
 //! read to compile, and checked against that digest as always (`LoadError::Changed` if it does
@@ -19,12 +23,37 @@ use std::time::{Duration, SystemTime};
 
 use super::{Cache, Durability, Opened, Role, exposure, hex, os};
 
-/// How old a file's ctime must be when its hashing begins for its digest to be recorded.
+/// How old a file's ctime must be when its reading begins for a fact about it to be recorded.
 const SETTLED: Duration = Duration::from_secs(2);
 /// Separates this use of the cache key from its others.
-const RECORD_DOMAIN: &[u8] = b"paddock known file, format 1\0";
-/// A record: the digest, then its tag.
+const RECORD_DOMAIN: &[u8] = b"paddock known file, format 2\0";
+/// A record: the value, then its tag.
 const RECORD_LEN: usize = 64;
+
+/// What a record says about the file with its identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fact<'a> {
+    /// A plugin file; the value is the BLAKE3 digest of its content.
+    PluginDigest,
+    /// The compiled artifact for the wasm with this digest, whose every byte passed the MAC; the
+    /// value is the artifact's tag.
+    VerifiedArtifact { wasm_digest: &'a [u8; 32] },
+}
+
+impl Fact<'_> {
+    /// Feeds what the fact is about into a name or a tag, so that no record answers for another.
+    fn bind(&self, mac: &mut blake3::Hasher) {
+        match self {
+            Fact::PluginDigest => {
+                mac.update(b"plugin digest\0");
+            }
+            Fact::VerifiedArtifact { wasm_digest } => {
+                mac.update(b"verified artifact\0");
+                mac.update(*wasm_digest);
+            }
+        }
+    }
+}
 
 /// What identifies a file's content without reading it, as long as its ctime is settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,81 +103,100 @@ impl FileIdentity {
         bytes
     }
 
-    /// Whether the file's ctime was at least `SETTLED` old at `hashing_began`.
-    fn settled(&self, hashing_began: SystemTime) -> bool {
+    /// Whether the file's ctime was at least `SETTLED` old at `reading_began`.
+    fn settled(&self, reading_began: SystemTime) -> bool {
         let (Ok(seconds), Ok(nanos)) = (u64::try_from(self.changed.0), u32::try_from(self.changed.1)) else { return false };
         let changed = SystemTime::UNIX_EPOCH + Duration::new(seconds, nanos);
-        hashing_began.duration_since(changed).is_ok_and(|age| age >= SETTLED)
+        reading_began.duration_since(changed).is_ok_and(|age| age >= SETTLED)
     }
 }
 
 impl Cache {
-    /// The digest recorded for a file with this identity, if a valid record is there.
+    /// The digest recorded for a plugin file with this identity, if a valid record is there.
     pub(crate) fn known_digest(&self, identity: &FileIdentity) -> Option<[u8; 32]> {
-        let name = self.record_name(identity);
+        self.recall(Fact::PluginDigest, identity)
+    }
+
+    /// Records the digest of a plugin file hashed from `hashing_began` on, if its ctime was
+    /// settled by then.
+    pub(crate) fn remember_digest(&self, identity: &FileIdentity, digest: &[u8; 32], hashing_began: SystemTime) {
+        self.remember(Fact::PluginDigest, identity, digest, hashing_began);
+    }
+
+    /// Drops the digest recorded for a plugin file with this identity.
+    pub(crate) fn forget_digest(&self, identity: &FileIdentity) {
+        self.forget(Fact::PluginDigest, identity);
+    }
+
+    /// The value recorded for `fact` about a file with this identity, if a valid record is there.
+    pub(super) fn recall(&self, fact: Fact<'_>, identity: &FileIdentity) -> Option<[u8; 32]> {
+        let name = self.record_name(fact, identity);
         let (file, info) = match self.handle.open_file(&name) {
             Ok(Opened::Found(file, info)) => (file, info),
             // An error opening it (out of descriptors, say) says nothing about the record.
             Ok(Opened::Missing) | Err(_) => return None,
             Ok(Opened::Symlink) => {
-                self.forget_digest(identity);
+                self.forget(fact, identity);
                 return None;
             }
         };
-        if let Some(digest) = self.read_record(&file, &info, identity) {
-            return Some(digest);
+        if let Some(value) = self.read_record(&file, &info, fact, identity) {
+            return Some(value);
         }
-        tracing::debug!(path = %self.dir.join(&name).display(), "a record of a plugin file's digest is not valid; the file is hashed again");
-        self.forget_digest(identity);
+        tracing::debug!(path = %self.dir.join(&name).display(), "a record of what a file held is not valid; the file is read again");
+        self.forget(fact, identity);
         None
     }
 
-    /// The digest in an open record, if it is the user's own private file of the right size and
-    /// its tag is this identity's and this digest's under the cache key.
-    fn read_record(&self, file: &std::fs::File, info: &super::Info, identity: &FileIdentity) -> Option<[u8; 32]> {
+    /// The value in an open record, if it is the user's own private file of the right size and
+    /// its tag is this fact's, this identity's and this value's under the cache key.
+    fn read_record(&self, file: &std::fs::File, info: &super::Info, fact: Fact<'_>, identity: &FileIdentity) -> Option<[u8; 32]> {
         if exposure(Role::Artifact, info, self.handle.euid()).is_some() || info.len != RECORD_LEN as u64 {
             return None;
         }
         let mut record = [0u8; RECORD_LEN];
         os::read_exact_at(file, &mut record, 0).ok()?;
-        let (digest, tag) = record.split_at(32);
-        let digest: [u8; 32] = digest.try_into().ok()?;
+        let (value, tag) = record.split_at(32);
+        let value: [u8; 32] = value.try_into().ok()?;
         // `blake3::Hash` compares in constant time.
-        (blake3::Hash::from_slice(tag).ok()? == self.record_tag(identity, &digest)).then_some(digest)
+        (blake3::Hash::from_slice(tag).ok()? == self.record_tag(fact, identity, &value)).then_some(value)
     }
 
-    /// Records the digest of a file hashed from `hashing_began` on, if its ctime was settled by
-    /// then. Best effort: a record that cannot be written is a file hashed again next time.
-    pub(crate) fn remember_digest(&self, identity: &FileIdentity, digest: &[u8; 32], hashing_began: SystemTime) {
-        if !identity.settled(hashing_began) {
+    /// Records `value` for `fact` about a file read from `reading_began` on, if its ctime was
+    /// settled by then. Best effort: a record that cannot be written is a file read again next
+    /// time.
+    pub(super) fn remember(&self, fact: Fact<'_>, identity: &FileIdentity, value: &[u8; 32], reading_began: SystemTime) {
+        if !identity.settled(reading_began) {
             return;
         }
-        let name = self.record_name(identity);
-        // Unsynced: a record lost or torn by a crash only fails its tag, and the file is hashed
+        let name = self.record_name(fact, identity);
+        // Unsynced: a record lost or torn by a crash only fails its tag, and the file is read
         // again.
-        let tag = self.record_tag(identity, digest);
-        let _ = self.write_whole(&name, &[digest, tag.as_bytes()], Durability::Unsynced);
+        let tag = self.record_tag(fact, identity, value);
+        let _ = self.write_whole(&name, &[value, tag.as_bytes()], Durability::Unsynced);
     }
 
-    /// Drops the record for a file with this identity.
-    pub(crate) fn forget_digest(&self, identity: &FileIdentity) {
-        let _ = self.handle.remove(&self.record_name(identity));
+    /// Drops the record of `fact` about a file with this identity.
+    pub(super) fn forget(&self, fact: Fact<'_>, identity: &FileIdentity) {
+        let _ = self.handle.remove(&self.record_name(fact, identity));
     }
 
-    fn record_name(&self, identity: &FileIdentity) -> String {
+    fn record_name(&self, fact: Fact<'_>, identity: &FileIdentity) -> String {
         let mut mac = self.mac.clone();
         mac.update(RECORD_DOMAIN);
         mac.update(b"name\0");
+        fact.bind(&mut mac);
         mac.update(&identity.bytes());
         format!("{}.known", hex(&mac.finalize().as_bytes()[..16]))
     }
 
-    fn record_tag(&self, identity: &FileIdentity, digest: &[u8; 32]) -> blake3::Hash {
+    fn record_tag(&self, fact: Fact<'_>, identity: &FileIdentity, value: &[u8; 32]) -> blake3::Hash {
         let mut mac = self.mac.clone();
         mac.update(RECORD_DOMAIN);
         mac.update(b"tag\0");
+        fact.bind(&mut mac);
         mac.update(&identity.bytes());
-        mac.update(digest);
+        mac.update(value);
         mac.finalize()
     }
 }
@@ -211,7 +259,7 @@ mod tests {
         let (first, second) = (cache(&dir.path().join("a")), cache(&dir.path().join("b")));
         let recorded = identity(1_000);
         first.remember_digest(&recorded, &[1u8; 32], at(1_010));
-        let name = first.record_name(&recorded);
+        let name = first.record_name(Fact::PluginDigest, &recorded);
         let path = dir.path().join("a").join(&name);
         let original = std::fs::read(&path).expect("a record");
         assert_eq!(original.len(), RECORD_LEN);
@@ -224,10 +272,26 @@ mod tests {
         }
         // Another cache's key: its record, copied over, names another digest under another tag.
         second.remember_digest(&recorded, &[2u8; 32], at(1_010));
-        std::fs::copy(dir.path().join("b").join(second.record_name(&recorded)), &path).expect("copy");
+        std::fs::copy(dir.path().join("b").join(second.record_name(Fact::PluginDigest, &recorded)), &path).expect("copy");
         assert_eq!(first.known_digest(&recorded), None);
         // A record cut short.
         write_private(&path, &original[..40]);
         assert_eq!(first.known_digest(&recorded), None);
+    }
+
+    #[test]
+    fn a_record_answers_only_for_the_fact_it_was_made_for() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let cache = cache(&dir.path().join("cache"));
+        let file = identity(1_000);
+        let (wasm, other_wasm) = ([1u8; 32], [2u8; 32]);
+        let verified = |wasm_digest| Fact::VerifiedArtifact { wasm_digest };
+        cache.remember(verified(&wasm), &file, &[7u8; 32], at(1_010));
+        assert_eq!(cache.recall(verified(&wasm), &file), Some([7u8; 32]));
+        assert_eq!(cache.recall(verified(&other_wasm), &file), None, "an artifact vouched for another wasm");
+        assert_eq!(cache.known_digest(&file), None, "a verified artifact is not a plugin digest");
+        cache.remember_digest(&file, &[8u8; 32], at(1_010));
+        assert_eq!(cache.known_digest(&file), Some([8u8; 32]));
+        assert_eq!(cache.recall(verified(&wasm), &file), Some([7u8; 32]), "each fact keeps its own record");
     }
 }

@@ -11,7 +11,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::mm::{MapFlags, ProtFlags};
 
-use super::{CacheError, Info, Kind, Opened};
+use super::{CacheError, FileIdentity, Info, Kind, Opened};
 
 /// An open cache folder and the effective user it is checked against.
 pub(super) struct Dir {
@@ -173,7 +173,7 @@ pub(super) unsafe fn map_verified(engine: &wasmtime::Engine, file: &File) -> was
 }
 
 /// Describes an open handle (fstat), never a path.
-fn info(file: &File) -> io::Result<Info> {
+pub(super) fn info(file: &File) -> io::Result<Info> {
     let meta = file.metadata()?;
     let kind = if meta.file_type().is_file() {
         Kind::Regular
@@ -182,5 +182,5 @@ fn info(file: &File) -> io::Result<Info> {
     } else {
         Kind::Other
     };
-    Ok(Info { kind, owner: meta.uid(), mode: meta.mode() & 0o7777, len: meta.len() })
+    Ok(Info { kind, owner: meta.uid(), mode: meta.mode() & 0o7777, len: meta.len(), identity: FileIdentity::of(&meta) })
 }
