@@ -1,11 +1,15 @@
 //! The start-up section: Paddock serving N distinct plugins over stdio, started cold (a fresh,
-//! empty compiled-plugin cache) and then warm (the same cache again).
+//! empty compiled-plugin cache), then warm (the same cache again), then warm again.
 //!
-//! The folders are made once, before the first round. The cold start records each file's digest
-//! in the cache only if the file was already two seconds old (`cache::known_files` in the host),
-//! so that the warm start need not read it: true of a real plugins folder, and of every round
-//! of a full run, but not of the first round of `--only startup`, whose warm start still hashes
-//! every file.
+//! The host records what it learnt about a file it read (a plugin's digest, an artifact that
+//! passed its MAC) only once the file is two seconds old (`cache::known_files` in the host), and
+//! a start that finds such a record does not read the file again. So:
+//! - the folders are made once, before the first round; the cold start records each plugin
+//!   file's digest only if the file was already settled: true of a real plugins folder and of
+//!   every round of a full run, but not of the first round of `--only startup`;
+//! - the warm start begins once the artifacts the cold start wrote are settled ([`SETTLED`]): it
+//!   verifies every artifact in full, and records it, the first start after any compile;
+//! - the warm-again start is every later start of an unchanged folder: nothing is read in full.
 //!
 //! Each plugin is a copy of one sample component made distinct by a WebAssembly custom section
 //! appended at its end (name `paddock-bench`, payload the copy's index), so its content hash
@@ -29,6 +33,10 @@ use serde_json::Value;
 use crate::measure::{anon_rss_mb, cpu_ns, micros, millis, p50_p99, peak_rss_mb, rss_mb};
 use crate::process::WAIT;
 use crate::stdio::{StdioServer, echo_call};
+
+/// How old the host wants a file before it records what it read in it (`SETTLED` in the host's
+/// `cache::known_files`), with a margin.
+const SETTLED: Duration = Duration::from_millis(2_100);
 
 /// How long a server is left idle before its idle RSS is read.
 const SETTLE: Duration = Duration::from_millis(200);
@@ -55,15 +63,28 @@ pub struct StartFigures {
     /// second once compiling has taken more than one (not the `plugin loaded … cache=Compiled`
     /// record every compiled plugin gets).
     pub progress_lines: usize,
+    /// Seconds from the `initialize` reply to the end of the start's measurements.
+    pub since_reply_s: f64,
 }
 
-/// The figures of one start-up round: native's reference start, then per plugin count a cold
-/// and a warm start of Paddock.
+/// Paddock's three starts on one folder and one cache.
+#[derive(Debug, Clone, Default)]
+pub struct CacheStarts {
+    /// A fresh, empty cache: every plugin compiled.
+    pub cold: StartFigures,
+    /// The first start after the compile: every artifact verified in full.
+    pub warm: StartFigures,
+    /// Any later start: artifacts and plugin files taken on their records.
+    pub warm_again: StartFigures,
+}
+
+/// The figures of one start-up round: native's reference start, then per plugin count Paddock's
+/// three starts.
 #[derive(Debug, Clone, Default)]
 pub struct StartupFigures {
     pub native: StartFigures,
-    /// `(cold, warm)` per plugin count, in the order asked.
-    pub paddock: Vec<(StartFigures, StartFigures)>,
+    /// Per plugin count, in the order asked.
+    pub paddock: Vec<CacheStarts>,
 }
 
 /// Appends `value` as unsigned LEB128.
@@ -136,6 +157,7 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     // A cold start compiles every plugin: allow for it beyond the usual wait.
     let limit = WAIT + Duration::from_secs(2) * plugins.unwrap_or(0) as u32;
     let (mut server, init) = StdioServer::start(command, limit)?;
+    let replied = Instant::now();
     let mut figures = StartFigures { init_ms: millis(init), peak_rss_mb: peak_rss_mb(server.pid())?, ..StartFigures::default() };
     let listed = Instant::now();
     let names = list_tools(&mut server)?;
@@ -156,6 +178,7 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     (figures.call_p50_us, figures.call_cpu_us) = time_calls(&mut server)?;
     figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
     server.stop()?;
+    figures.since_reply_s = replied.elapsed().as_secs_f64();
     Ok(figures)
 }
 
@@ -177,16 +200,20 @@ fn time_calls(server: &mut StdioServer) -> Result<(f64, f64)> {
     Ok((p50_p99(&mut latencies).0, cpu))
 }
 
-/// One start-up round: native's reference, then per entry of `counts` a cold and a warm start of
-/// Paddock (`paddock serve FOLDER --cache-dir CACHE`) on its folder from `folders`.
+/// One start-up round: native's reference, then per entry of `counts` Paddock's cold, warm and
+/// warm-again starts (`paddock serve FOLDER --cache-dir CACHE`) on its folder from `folders`.
 pub fn round(paddock: &Path, native: &[String], folders: &[(usize, tempfile::TempDir)]) -> Result<StartupFigures> {
     let mut figures = StartupFigures { native: start(native, None).context("native-echo start")?, paddock: Vec::new() };
     for (count, folder) in folders {
         let cache = tempfile::Builder::new().prefix("paddock-bench-cache-").tempdir()?;
         let command = [paddock.display().to_string(), "serve".into(), folder.path().display().to_string(), "--cache-dir".into(), cache.path().display().to_string()];
         let cold = start(&command, Some(*count)).with_context(|| format!("cold start with {count} plugins"))?;
+        // The cold start wrote its artifacts before its `initialize` reply.
+        let compiled = Instant::now() - Duration::from_secs_f64(cold.since_reply_s);
+        std::thread::sleep(SETTLED.saturating_sub(compiled.elapsed()));
         let warm = start(&command, Some(*count)).with_context(|| format!("warm start with {count} plugins"))?;
-        figures.paddock.push((cold, warm));
+        let warm_again = start(&command, Some(*count)).with_context(|| format!("second warm start with {count} plugins"))?;
+        figures.paddock.push(CacheStarts { cold, warm, warm_again });
     }
     Ok(figures)
 }
