@@ -35,24 +35,9 @@ const RECORD_LEN: usize = 64;
 pub(crate) enum Fact<'a> {
     /// A plugin file; the value is the BLAKE3 digest of its content.
     PluginDigest,
-    /// The compiled artifact for the wasm with this digest, whose every byte passed the MAC; the
-    /// value is the artifact's tag.
+    /// The compiled artifact for the wasm with this digest and this cache's engine, whose every
+    /// byte passed the MAC; the value is the artifact's tag.
     VerifiedArtifact { wasm_digest: &'a [u8; 32] },
-}
-
-impl Fact<'_> {
-    /// Feeds what the fact is about into a name or a tag, so that no record answers for another.
-    fn bind(&self, mac: &mut blake3::Hasher) {
-        match self {
-            Fact::PluginDigest => {
-                mac.update(b"plugin digest\0");
-            }
-            Fact::VerifiedArtifact { wasm_digest } => {
-                mac.update(b"verified artifact\0");
-                mac.update(*wasm_digest);
-            }
-        }
-    }
 }
 
 /// What identifies a file's content without reading it, as long as its ctime is settled.
@@ -181,11 +166,26 @@ impl Cache {
         let _ = self.handle.remove(&self.record_name(fact, identity));
     }
 
+    /// Feeds what `fact` is about into a name or a tag, so that no record answers for another
+    /// fact, another wasm or another engine.
+    fn bind(&self, fact: Fact<'_>, mac: &mut blake3::Hasher) {
+        match fact {
+            Fact::PluginDigest => {
+                mac.update(b"plugin digest\0");
+            }
+            Fact::VerifiedArtifact { wasm_digest } => {
+                mac.update(b"verified artifact\0");
+                mac.update(wasm_digest);
+                mac.update(&self.engine_digest);
+            }
+        }
+    }
+
     fn record_name(&self, fact: Fact<'_>, identity: &FileIdentity) -> String {
         let mut mac = self.mac.clone();
         mac.update(RECORD_DOMAIN);
         mac.update(b"name\0");
-        fact.bind(&mut mac);
+        self.bind(fact, &mut mac);
         mac.update(&identity.bytes());
         format!("{}.known", hex(&mac.finalize().as_bytes()[..16]))
     }
@@ -194,7 +194,7 @@ impl Cache {
         let mut mac = self.mac.clone();
         mac.update(RECORD_DOMAIN);
         mac.update(b"tag\0");
-        fact.bind(&mut mac);
+        self.bind(fact, &mut mac);
         mac.update(&identity.bytes());
         mac.update(value);
         mac.finalize()
@@ -289,6 +289,9 @@ mod tests {
         cache.remember(verified(&wasm), &file, &[7u8; 32], at(1_010));
         assert_eq!(cache.recall(verified(&wasm), &file), Some([7u8; 32]));
         assert_eq!(cache.recall(verified(&other_wasm), &file), None, "an artifact vouched for another wasm");
+        let mut other_engine = cache.clone();
+        other_engine.engine_digest[0] ^= 1;
+        assert_eq!(other_engine.recall(verified(&wasm), &file), None, "an artifact vouched for another engine");
         assert_eq!(cache.known_digest(&file), None, "a verified artifact is not a plugin digest");
         cache.remember_digest(&file, &[8u8; 32], at(1_010));
         assert_eq!(cache.known_digest(&file), Some([8u8; 32]));
