@@ -26,6 +26,10 @@
 //!   (see below), and the only party that could change this user's file between the check and
 //!   the map is this user, who can read the key and forge a tag anyway. Anything wrong is logged
 //!   with the file and the reason, and the plugin is recompiled and stored afresh.
+//! - An artifact that passed in full is recorded by its file's identity (`known_files`): while
+//!   the file keeps that identity, a later load checks its trailer against the record instead of
+//!   hashing the compiled bytes again. Any change to the file through the file system gives it a
+//!   new identity, and so a full check.
 //! - Artifacts are written to a temporary file (created exclusively, mode 0600) and renamed into
 //!   place, so a reader sees a whole file or none; a torn file would fail the MAC anyway.
 
