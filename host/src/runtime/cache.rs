@@ -688,13 +688,17 @@ mod tests {
         assert_eq!(std::fs::read(dir.join(KEY_FILE)).expect("key"), b"short", "a refused key is left alone");
     }
 
-    #[test]
-    fn a_tag_binds_the_wasm_the_engine_and_every_byte() {
+    /// A cache in a fresh folder, its engine, and the digests of two different plugins.
+    fn cache_and_two_plugins() -> (tempfile::TempDir, Engine, Cache, [u8; 32], [u8; 32]) {
         let tmp = tempfile::tempdir().expect("tmp");
         let engine = Engine::default();
         let cache = Cache::open(&tmp.path().join("cache"), &engine).expect("cache");
-        let wasm: [u8; 32] = blake3::hash(b"plugin a").into();
-        let other_wasm: [u8; 32] = blake3::hash(b"plugin b").into();
+        (tmp, engine, cache, blake3::hash(b"plugin a").into(), blake3::hash(b"plugin b").into())
+    }
+
+    #[test]
+    fn a_tag_binds_the_wasm_the_engine_and_every_byte() {
+        let (tmp, engine, cache, wasm, other_wasm) = cache_and_two_plugins();
         // Over a few pages, and not a whole number of them.
         let code: Vec<u8> = (0..3 * 4096 + 17).map(|i| (i % 251) as u8).collect();
         let trailer = cache.trailer(&wasm, &code);
@@ -737,11 +741,7 @@ mod tests {
     #[test]
     fn an_artifact_that_passed_in_full_is_not_hashed_again_until_it_changes() {
         use std::os::unix::fs::FileExt;
-        let tmp = tempfile::tempdir().expect("tmp");
-        let engine = Engine::default();
-        let cache = Cache::open(&tmp.path().join("cache"), &engine).expect("cache");
-        let wasm: [u8; 32] = blake3::hash(b"plugin a").into();
-        let other_wasm: [u8; 32] = blake3::hash(b"plugin b").into();
+        let (tmp, engine, cache, wasm, other_wasm) = cache_and_two_plugins();
         let code: Vec<u8> = (0..2 * 4096 + 5).map(|i| (i % 253) as u8).collect();
         cache.store("a.cwasm", &code, &cache.trailer(&wasm, &code)).expect("store");
         let path = tmp.path().join("cache/a.cwasm");
