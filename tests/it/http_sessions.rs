@@ -245,3 +245,42 @@ async fn idle_sessions_expire_and_the_number_of_sessions_is_capped() -> Result<(
     assert!(room_again.is_ok(), "expired sessions free their places");
     Ok(())
 }
+
+/// Sends one session POST over a raw connection and returns what the first read brings, and how
+/// long it took.
+async fn first_read_of_post(host: &HttpHost, session: &LegacySession, body: &Value) -> Result<(String, std::time::Duration)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = body.to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: {ACCEPT_BOTH}\r\ncontent-type: application/json\r\nmcp-session-id: {}\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{body}",
+        host.addr,
+        session.id,
+        body.len()
+    );
+    let mut socket = tokio::net::TcpStream::connect(host.addr).await?;
+    let sent = std::time::Instant::now();
+    socket.write_all(request.as_bytes()).await?;
+    let mut first = vec![0u8; 64 << 10];
+    let n = tokio::time::timeout(WAIT, socket.read(&mut first)).await??;
+    Ok((String::from_utf8_lossy(&first[..n]).into_owned(), sent.elapsed()))
+}
+
+#[tokio::test]
+async fn a_reply_ready_at_once_goes_out_with_the_headers_and_a_long_call_is_primed_before_it_ends() -> Result<()> {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    let mut session = LegacySession::open(&host).await?;
+    // A quick call: headers, the priming event and the reply in the first read.
+    let greet = session.request("tools/call", json!({"name": "greet", "arguments": {"name": "Ada"}}));
+    let (first, _) = first_read_of_post(&host, &session, &greet).await?;
+    assert!(first.starts_with("HTTP/1.1 200 OK\r\n") && first.to_ascii_lowercase().contains("content-type: text/event-stream"), "{first}");
+    assert!(first.contains("retry: "), "the stream is primed: {first}");
+    assert!(first.contains("Hello, Ada!"), "the headers came without the reply: {first}");
+    // A call still running: its stream starts, primed, long before the reply.
+    let slow = session.request("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 2.0, "label": "late"}}));
+    let (first, took) = first_read_of_post(&host, &session, &slow).await?;
+    assert!(first.starts_with("HTTP/1.1 200 OK\r\n") && first.contains("retry: "), "{first}");
+    assert!(!first.contains("late: computed"), "the first read waited for the reply: {first}");
+    assert!(took < std::time::Duration::from_secs(1), "the stream started only after {took:?}");
+    Ok(())
+}

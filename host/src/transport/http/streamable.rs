@@ -7,7 +7,8 @@
 //!   thing it produces (errors mapped to 400, or 404 for an unknown method) or with SSE when
 //!   progress or log messages come first. Closing the connection cancels it.
 //! - `Mcp-Session-Id`: a request of that legacy session (404 once it has ended), answered with a
-//!   resumable SSE stream (or JSON for a client that accepts only JSON). Notifications and the
+//!   resumable SSE stream (or JSON for a client that accepts only JSON). A reply ready within
+//!   `FIRST_EVENT_WAIT` is written with the headers, from a stream that has already ended. Notifications and the
 //!   client's answers to the server's questions get 202.
 //! - `initialize` without a session: a new legacy session; its id comes back in
 //!   `Mcp-Session-Id`.
@@ -35,6 +36,10 @@ use crate::session::{
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
+/// How long a legacy POST waits for what its request sends first before its SSE stream starts:
+/// a reply within it goes out with the headers, from a stream that has ended, with no task to
+/// feed it. A request still running then gets its stream, primed, and the events as they come.
+const FIRST_EVENT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// What one POST's stream may hold for a slow client.
 const POST_QUEUE: OutboundLimits = OutboundLimits { messages: 256, bytes: 8 << 20 };
 /// What a session's own stream (the GET stream) may hold.
@@ -115,7 +120,10 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
     if !has_request {
         return StatusCode::ACCEPTED.into_response();
     }
-    let mut response = if accepts.sse {
+    let response = if accepts.sse {
+        // What the request sends first, if it comes soon: a reply then goes out with the
+        // headers, from a stream that has already ended.
+        let first = tokio::time::timeout(FIRST_EVENT_WAIT, queue.recv()).await;
         let stream = match http.open_stream() {
             Ok(stream) => stream,
             Err(busy) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string()),
@@ -123,19 +131,35 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
         if http.session.negotiated_version().is_some_and(|v| v >= "2025-11-25") && !initialize {
             stream.prime();
         }
+        let keep_alive = shared.options.limits.keep_alive;
+        let first = match first {
+            Ok(Some(reply)) if matches!(reply.kind, FrameKind::Reply { .. }) => {
+                sse::pump(Arc::clone(&stream), Some(reply), queue, true).await;
+                http.stream_ended(&stream);
+                let (replay, live) = stream.attach(None);
+                return with_session_id(sse::response(sse::body(replay, live, keep_alive, None)), http, initialize);
+            }
+            Ok(first) => first,
+            Err(_still_running) => None,
+        };
         let (replay, live) = stream.attach(None);
         let owner = Arc::clone(http);
         tokio::spawn(async move {
-            sse::pump(Arc::clone(&stream), None, queue, true).await;
+            sse::pump(Arc::clone(&stream), first, queue, true).await;
             owner.stream_ended(&stream);
         });
-        sse::response(sse::body(replay, live, shared.options.limits.keep_alive, None))
+        sse::response(sse::body(replay, live, keep_alive, None))
     } else {
         match reply_only(&mut queue).await {
             Some(frame) => json_reply(StatusCode::OK, frame.line),
             None => StatusCode::ACCEPTED.into_response(),
         }
     };
+    with_session_id(response, http, initialize)
+}
+
+/// `response`, with the session's id when it answers `initialize`.
+fn with_session_id(mut response: Response, http: &HttpSession, initialize: bool) -> Response {
     if initialize && let Ok(id) = HeaderValue::from_str(&http.id) {
         response.headers_mut().insert(SESSION_ID, id);
     }
