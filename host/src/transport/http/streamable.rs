@@ -8,8 +8,8 @@
 //!   progress or log messages come first. Closing the connection cancels it.
 //! - `Mcp-Session-Id`: a request of that legacy session (404 once it has ended), answered with a
 //!   resumable SSE stream (or JSON for a client that accepts only JSON). A reply ready within
-//!   `FIRST_EVENT_WAIT` is written with the headers, from a stream that has already ended. Notifications and the
-//!   client's answers to the server's questions get 202.
+//!   `FIRST_EVENT_WAIT` is written with the headers, from a stream that has already ended.
+//!   Notifications and the client's answers to the server's questions get 202.
 //! - `initialize` without a session: a new legacy session; its id comes back in
 //!   `Mcp-Session-Id`.
 //!
@@ -120,7 +120,7 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
     if !has_request {
         return StatusCode::ACCEPTED.into_response();
     }
-    let response = if accepts.sse {
+    let mut response = if accepts.sse {
         // What the request sends first, if it comes soon: a reply then goes out with the
         // headers, from a stream that has already ended.
         let first = tokio::time::timeout(FIRST_EVENT_WAIT, queue.recv()).await;
@@ -131,35 +131,28 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
         if http.session.negotiated_version().is_some_and(|v| v >= "2025-11-25") && !initialize {
             stream.prime();
         }
-        let keep_alive = shared.options.limits.keep_alive;
-        let first = match first {
-            Ok(Some(reply)) if matches!(reply.kind, FrameKind::Reply { .. }) => {
-                sse::pump(Arc::clone(&stream), Some(reply), queue, true).await;
-                http.stream_ended(&stream);
-                let (replay, live) = stream.attach(None);
-                return with_session_id(sse::response(sse::body(replay, live, keep_alive, None)), http, initialize);
-            }
-            Ok(first) => first,
-            Err(_still_running) => None,
-        };
-        let (replay, live) = stream.attach(None);
-        let owner = Arc::clone(http);
-        tokio::spawn(async move {
+        let first = first.unwrap_or_else(|_still_running| None);
+        let (replay, live) = if first.as_ref().is_some_and(|frame| matches!(frame.kind, FrameKind::Reply { .. })) {
+            // Logged (so still resumable) and ended before the client attaches: no task.
             sse::pump(Arc::clone(&stream), first, queue, true).await;
-            owner.stream_ended(&stream);
-        });
-        sse::response(sse::body(replay, live, keep_alive, None))
+            http.stream_ended(&stream);
+            stream.attach(None)
+        } else {
+            let attached = stream.attach(None);
+            let owner = Arc::clone(http);
+            tokio::spawn(async move {
+                sse::pump(Arc::clone(&stream), first, queue, true).await;
+                owner.stream_ended(&stream);
+            });
+            attached
+        };
+        sse::response(sse::body(replay, live, shared.options.limits.keep_alive, None))
     } else {
         match reply_only(&mut queue).await {
             Some(frame) => json_reply(StatusCode::OK, frame.line),
             None => StatusCode::ACCEPTED.into_response(),
         }
     };
-    with_session_id(response, http, initialize)
-}
-
-/// `response`, with the session's id when it answers `initialize`.
-fn with_session_id(mut response: Response, http: &HttpSession, initialize: bool) -> Response {
     if initialize && let Ok(id) = HeaderValue::from_str(&http.id) {
         response.headers_mut().insert(SESSION_ID, id);
     }
