@@ -257,15 +257,19 @@ fn report_stdio(args: &Args, results: &Results<[StdioFigures; 2]>) {
         rows.push((name, p, n));
     };
     row("`initialize` reply (ms)".into(), &|f| f.init_ms);
-    row("sequential `tools/call` p50 (µs)".into(), &|f| f.seq_p50_us);
-    row("sequential `tools/call` p99 (µs)".into(), &|f| f.seq_p99_us);
-    row("server CPU per call (µs)".into(), &|f| f.cpu_per_call_us);
+    row("sequential `tools/call` p50 (µs)".into(), &|f| f.sequential.p50_us);
+    row("sequential `tools/call` p99 (µs)".into(), &|f| f.sequential.p99_us);
+    row("server CPU per call (µs)".into(), &|f| f.sequential.cpu_per_call_us);
+    row("one core: sequential `tools/call` p50 (µs)".into(), &|f| f.one_core.p50_us);
+    row("one core: sequential `tools/call` p99 (µs)".into(), &|f| f.one_core.p99_us);
+    row("one core: server CPU per call (µs)".into(), &|f| f.one_core.cpu_per_call_us);
     for (index, depth) in DEPTHS.iter().enumerate() {
         row(format!("pipelined calls/s, {depth} in flight"), &|f| f.pipelined[index]);
     }
     row("peak RSS (MB)".into(), &|f| f.peak_rss_mb);
     println!(
-        "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls (after {WARM_UP_CALLS} to warm up); 1-minute load at each round: {}{}",
+        "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls (after {WARM_UP_CALLS} to warm up), once where the scheduler places client and server, \
+         once with the client and the whole server bound to one core (`one core`: no call waits for an idle vCPU to wake); 1-minute load at each round: {}{}",
         args.rounds,
         args.calls,
         results.loads(),

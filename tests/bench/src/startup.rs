@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use crate::measure::{anon_rss_mb, cpu_ns, micros, millis, p50_p99, peak_rss_mb, rss_mb};
+use crate::measure::{anon_rss_mb, millis, peak_rss_mb, rss_mb};
 use crate::process::WAIT;
-use crate::stdio::{StdioServer, echo_call};
+use crate::stdio::StdioServer;
 
 /// How old the host wants a file before it records what it read in it (`SETTLED` in the host's
 /// `cache::known_files`), with a margin.
@@ -175,29 +175,12 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     std::thread::sleep(SETTLE);
     figures.idle_rss_mb = rss_mb(server.pid())?;
     figures.idle_anon_mb = anon_rss_mb(server.pid())?;
-    (figures.call_p50_us, figures.call_cpu_us) = time_calls(&mut server)?;
+    let calls = crate::stdio::sequential(&mut server, CALLS, 2_000_000).context("`text_echo` calls after the start")?;
+    (figures.call_p50_us, figures.call_cpu_us) = (calls.p50_us, calls.cpu_per_call_us);
     figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
     server.stop()?;
     figures.since_reply_s = replied.elapsed().as_secs_f64();
     Ok(figures)
-}
-
-/// Times [`CALLS`] sequential `text_echo` calls after `stdio::WARM_UP_CALLS` to warm up: (p50
-/// µs, server CPU µs per call).
-fn time_calls(server: &mut StdioServer) -> Result<(f64, f64)> {
-    for id in 0..crate::stdio::WARM_UP_CALLS {
-        server.request(&echo_call(2_000_000 + id))?;
-    }
-    let cpu_before = cpu_ns(server.pid())?;
-    let mut latencies = Vec::with_capacity(CALLS);
-    for id in 0..CALLS {
-        let started = Instant::now();
-        let reply = server.request(&echo_call(3_000_000 + id))?;
-        latencies.push(micros(started.elapsed()));
-        ensure!(reply.contains("\"result\""), "a `text_echo` call failed: {reply}");
-    }
-    let cpu = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / CALLS as f64;
-    Ok((p50_p99(&mut latencies).0, cpu))
 }
 
 /// One start-up round: native's reference, then per entry of `counts` Paddock's cold, warm and

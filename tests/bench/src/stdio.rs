@@ -1,12 +1,15 @@
 //! The stdio section, and the stdio client the start-up and 1 MiB sections reuse: time to the
 //! `initialize` reply, sequential `tools/call` latency (p50, p99), server CPU per call over the
-//! sequential phase, pipelined calls per second at several depths, and peak RSS.
+//! sequential phase, pipelined calls per second at several depths, and peak RSS. The sequential
+//! figures are taken twice: where the scheduler puts client and server, and with both on one
+//! core, where no call waits for an idle vCPU to wake.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu, sched_setaffinity};
 
 use crate::measure::{cpu_ns, micros, millis, p50_p99, peak_rss_mb};
 use crate::process::{Process, Progress, StderrLog, WAIT};
@@ -41,12 +44,52 @@ pub struct Target {
 #[derive(Debug, Clone, Default)]
 pub struct StdioFigures {
     pub init_ms: f64,
-    pub seq_p50_us: f64,
-    pub seq_p99_us: f64,
-    pub cpu_per_call_us: f64,
+    /// Sequential calls where the scheduler places client and server.
+    pub sequential: Sequential,
+    /// Sequential calls with the client thread and every server thread on one core.
+    pub one_core: Sequential,
     /// Calls per second at each of [`DEPTHS`].
     pub pipelined: Vec<f64>,
     pub peak_rss_mb: f64,
+}
+
+/// The figures of sequential calls: latency and the server's CPU time per call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sequential {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub cpu_per_call_us: f64,
+}
+
+/// Times `calls` sequential `text_echo` calls (ids from `first_id`) after `WARM_UP_CALLS` to warm
+/// up; the server's CPU time is read before and after.
+pub fn sequential(server: &mut StdioServer, calls: usize, first_id: usize) -> Result<Sequential> {
+    for id in first_id..first_id + WARM_UP_CALLS {
+        server.request(&echo_call(id))?;
+    }
+    let first_id = first_id + WARM_UP_CALLS;
+    let cpu_before = cpu_ns(server.pid())?;
+    let mut latencies = Vec::with_capacity(calls);
+    for id in first_id..first_id + calls {
+        let started = Instant::now();
+        server.request(&echo_call(id))?;
+        latencies.push(micros(started.elapsed()));
+    }
+    let cpu_per_call_us = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / calls.max(1) as f64;
+    let (p50_us, p99_us) = p50_p99(&mut latencies);
+    Ok(Sequential { p50_us, p99_us, cpu_per_call_us })
+}
+
+/// Runs `work` with this thread bound to the core it is on, then unbinds it. A process started
+/// meanwhile keeps that one core for its whole life, every thread of it.
+pub fn on_one_core<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let allowed = sched_getaffinity(None).context("read this thread's cores")?;
+    let mut one = CpuSet::new();
+    one.set(sched_getcpu());
+    sched_setaffinity(None, &one).context("bind this thread to one core")?;
+    let result = work();
+    sched_setaffinity(None, &allowed).context("unbind this thread")?;
+    result
 }
 
 /// A running server driven over its stdio; killed if it stays silent past its limit.
@@ -161,26 +204,12 @@ pub fn pipelined(server: &mut StdioServer, depth: usize, calls: usize, first_id:
     Ok(calls as f64 / started.elapsed().as_secs_f64())
 }
 
-/// One stdio round of `target`.
+/// One stdio round of `target`: a server where the scheduler places it (start, sequential calls,
+/// pipelined calls, peak RSS), then another on the bench's core for the sequential calls.
 pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
     let (mut server, init) = StdioServer::start(&target.command, WAIT)?;
     let mut figures = StdioFigures { init_ms: millis(init), ..StdioFigures::default() };
-    for id in 1..=WARM_UP_CALLS {
-        server.request(&echo_call(id))?;
-    }
-    let cpu_before = cpu_ns(server.pid())?;
-    let mut latencies = Vec::with_capacity(calls);
-    for id in 0..calls {
-        let started = Instant::now();
-        server.send(&echo_call(1000 + id))?;
-        let reply = server.receive()?;
-        latencies.push(micros(started.elapsed()));
-        if !reply.contains("\"result\"") {
-            bail!("{} failed a call: {reply}", target.name);
-        }
-    }
-    figures.cpu_per_call_us = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / calls as f64;
-    (figures.seq_p50_us, figures.seq_p99_us) = p50_p99(&mut latencies);
+    figures.sequential = sequential(&mut server, calls, 1).with_context(|| format!("{}: sequential calls", target.name))?;
     let mut next_id = 1_000_000;
     for depth in DEPTHS {
         let total = (calls * 2).max(depth * 4);
@@ -189,5 +218,11 @@ pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
     }
     figures.peak_rss_mb = peak_rss_mb(server.pid())?;
     server.stop()?;
+    figures.one_core = on_one_core(|| {
+        let (mut server, _) = StdioServer::start(&target.command, WAIT)?;
+        let figures = sequential(&mut server, calls, 1).with_context(|| format!("{}: sequential calls on one core", target.name))?;
+        server.stop()?;
+        Ok(figures)
+    })?;
     Ok(figures)
 }
