@@ -3,9 +3,12 @@
 //! figure for both, their ratio, and the machine's 1-minute load beside each section.
 //!
 //! Sections (all run by default; `--only` picks some):
-//! - `stdio`: time to the `initialize` reply; sequential `tools/call` latency (p50, p99); server
+//! - `stdio`: time to the `initialize` reply; sequential `tools/call` latency (p50, p99), where the
+//!   scheduler places client and server and with both on one core; server
 //!   CPU per call (`/proc/PID/task/*/schedstat`, over the sequential phase); pipelined calls per
-//!   second with 1, 8, 64 and 256 requests in flight; peak RSS (`VmHWM`).
+//!   second with 1, 8, 64 and 256 requests in flight; peak RSS (`VmHWM`). With `--peer`, other
+//!   MCP servers (hyper-mcp, Wassette, ...) run the same workload in the same rounds, through
+//!   their own echo tool.
 //! - `http`: requests per second and latency over 16 and 64 keep-alive connections, in both
 //!   protocol eras (2025-11-25 sessions with SSE replies, 2026-07-28 stateless with JSON).
 //! - `websocket`: calls per second over one `/ws` connection with 64 in flight, and sequential
@@ -76,6 +79,11 @@ struct Args {
     /// Sequential 1 MiB calls per round.
     #[arg(long, default_value_t = 20)]
     large_calls: usize,
+    /// Another MCP server run in the stdio section's rounds beside Paddock, as
+    /// `NAME=TOOL=COMMAND`: TOOL is its echo tool, called with `{"text":"hello"}`, and COMMAND
+    /// (split at spaces) serves stdio. Repeat for several.
+    #[arg(long = "peer", value_name = "NAME=TOOL=COMMAND")]
+    peers: Vec<String>,
 }
 
 /// A part of the benchmark.
@@ -129,10 +137,22 @@ impl<T> Results<T> {
     }
 }
 
-impl<F> Results<[F; 2]> {
+impl<T> Results<T> {
+    /// The median over the rounds of one figure of the server at `index` (0 Paddock, 1 native,
+    /// then the peers).
+    fn median_at<F>(&self, index: usize, figure: impl Fn(&F) -> f64) -> f64
+    where
+        T: AsRef<[F]>,
+    {
+        median_of(&self.rounds, |r| figure(&r.as_ref()[index]))
+    }
+
     /// The median over the rounds of one figure, for Paddock and for native.
-    fn medians(&self, figure: impl Fn(&F) -> f64) -> (f64, f64) {
-        (median_of(&self.rounds, |r| figure(&r[0])), median_of(&self.rounds, |r| figure(&r[1])))
+    fn medians<F>(&self, figure: impl Fn(&F) -> f64) -> (f64, f64)
+    where
+        T: AsRef<[F]>,
+    {
+        (self.median_at(0, &figure), self.median_at(1, &figure))
     }
 }
 
@@ -163,18 +183,21 @@ fn main() -> Result<()> {
     let run = |section| args.only.contains(&section);
     let paddock = args.paddock.display().to_string();
     let native = native_echo()?.display().to_string();
-    let stdio_targets = [
-        Target { name: "paddock", command: vec![paddock.clone(), "serve".into(), args.plugins.display().to_string()] },
-        Target { name: "native", command: vec![native.clone()] },
+    let mut stdio_targets = vec![
+        Target::echo("paddock", vec![paddock.clone(), "serve".into(), args.plugins.display().to_string()]),
+        Target::echo("native", vec![native.clone()]),
     ];
+    for peer in &args.peers {
+        stdio_targets.push(Target::peer(peer)?);
+    }
     let http_commands = [
         vec![paddock.clone(), "--log-format".into(), "json".into(), "serve".into(), args.plugins.display().to_string(), "--http".into(), "127.0.0.1:0".into()],
         vec![native.clone(), "--http".into(), "127.0.0.1:0".into()],
     ];
     let large_folder = if run(Section::Echo1Mib) { Some(large_echo::plugin_folder(&text_wasm)?) } else { None };
     let large_targets = [
-        Target { name: "paddock", command: vec![paddock.clone(), "serve".into(), large_folder.as_ref().map(|f| f.path().display().to_string()).unwrap_or_default()] },
-        Target { name: "native", command: vec![native.clone()] },
+        Target::echo("paddock", vec![paddock.clone(), "serve".into(), large_folder.as_ref().map(|f| f.path().display().to_string()).unwrap_or_default()]),
+        Target::echo("native", vec![native.clone()]),
     ];
     let startup_folders = if run(Section::Startup) {
         let template = std::fs::read(&startup_template).with_context(|| format!("read {}", startup_template.display()))?;
@@ -187,7 +210,7 @@ fn main() -> Result<()> {
     let window = Duration::from_secs_f64(args.http_seconds);
 
     let started = Instant::now();
-    let mut stdio_results = Results::<[StdioFigures; 2]>::default();
+    let mut stdio_results = Results::<Vec<StdioFigures>>::default();
     let mut http_results = Results::<[HttpFigures; 2]>::default();
     let mut websocket_results = Results::<[WebSocketFigures; 2]>::default();
     let mut startup_results = Results::<StartupFigures>::default();
@@ -195,9 +218,7 @@ fn main() -> Result<()> {
     for number in 1..=args.rounds {
         if run(Section::Stdio) {
             stdio_results.run(Section::Stdio, number, || {
-                let paddock = stdio::round(&stdio_targets[0], args.calls).context("paddock")?;
-                let native = stdio::round(&stdio_targets[1], args.calls).context("native")?;
-                Ok([paddock, native])
+                stdio_targets.iter().map(|target| stdio::round(target, args.calls).with_context(|| target.name.clone())).collect()
             })?;
         }
         if run(Section::Http) {
@@ -220,7 +241,7 @@ fn main() -> Result<()> {
     }
 
     if run(Section::Stdio) {
-        report_stdio(&args, &stdio_results);
+        report_stdio(&args, &stdio_targets, &stdio_results);
     }
     if run(Section::Http) {
         report_http(&args, &http_results);
@@ -249,24 +270,35 @@ fn comparison_table(rows: &[(String, f64, f64)]) {
     println!();
 }
 
-fn report_stdio(args: &Args, results: &Results<[StdioFigures; 2]>) {
-    let pick = |figure: &dyn Fn(&StdioFigures) -> f64| results.medians(figure);
-    let mut rows = Vec::new();
-    let mut row = |name: String, figure: &dyn Fn(&StdioFigures) -> f64| {
-        let (p, n) = pick(figure);
-        rows.push((name, p, n));
-    };
-    row("`initialize` reply (ms)".into(), &|f| f.init_ms);
-    row("sequential `tools/call` p50 (µs)".into(), &|f| f.sequential.p50_us);
-    row("sequential `tools/call` p99 (µs)".into(), &|f| f.sequential.p99_us);
-    row("server CPU per call (µs)".into(), &|f| f.sequential.cpu_per_call_us);
-    row("one core: sequential `tools/call` p50 (µs)".into(), &|f| f.one_core.p50_us);
-    row("one core: sequential `tools/call` p99 (µs)".into(), &|f| f.one_core.p99_us);
-    row("one core: server CPU per call (µs)".into(), &|f| f.one_core.cpu_per_call_us);
+/// One figure of the stdio section: its name, how it is read, and whether less is better.
+type StdioFigure = (String, Box<dyn Fn(&StdioFigures) -> f64>, bool);
+
+fn stdio_figures() -> Vec<StdioFigure> {
+    let mut figures: Vec<StdioFigure> = vec![
+        ("`initialize` reply (ms)".into(), Box::new(|f: &StdioFigures| f.init_ms), true),
+        ("sequential `tools/call` p50 (µs)".into(), Box::new(|f: &StdioFigures| f.sequential.p50_us), true),
+        ("sequential `tools/call` p99 (µs)".into(), Box::new(|f: &StdioFigures| f.sequential.p99_us), true),
+        ("server CPU per call (µs)".into(), Box::new(|f: &StdioFigures| f.sequential.cpu_per_call_us), true),
+        ("one core: sequential `tools/call` p50 (µs)".into(), Box::new(|f: &StdioFigures| f.one_core.p50_us), true),
+        ("one core: sequential `tools/call` p99 (µs)".into(), Box::new(|f: &StdioFigures| f.one_core.p99_us), true),
+        ("one core: server CPU per call (µs)".into(), Box::new(|f: &StdioFigures| f.one_core.cpu_per_call_us), true),
+    ];
     for (index, depth) in DEPTHS.iter().enumerate() {
-        row(format!("pipelined calls/s, {depth} in flight"), &|f| f.pipelined[index]);
+        figures.push((format!("pipelined calls/s, {depth} in flight"), Box::new(move |f: &StdioFigures| f.pipelined[index]), false));
     }
-    row("peak RSS (MB)".into(), &|f| f.peak_rss_mb);
+    figures.push(("peak RSS (MB)".into(), Box::new(|f: &StdioFigures| f.peak_rss_mb), true));
+    figures
+}
+
+fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigures>>) {
+    let figures = stdio_figures();
+    let rows: Vec<(String, f64, f64)> = figures
+        .iter()
+        .map(|(name, figure, _)| {
+            let (paddock, native) = results.medians(|f: &StdioFigures| figure(f));
+            (name.clone(), paddock, native)
+        })
+        .collect();
     println!(
         "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls (after {WARM_UP_CALLS} to warm up), once where the scheduler places client and server, \
          once with the client and the whole server bound to one core (`one core`: no call waits for an idle vCPU to wake); 1-minute load at each round: {}{}",
@@ -277,6 +309,40 @@ fn report_stdio(args: &Args, results: &Results<[StdioFigures; 2]>) {
     );
     println!();
     comparison_table(&rows);
+    let peers = &targets[2..];
+    if peers.is_empty() {
+        return;
+    }
+    let called: Vec<String> = peers.iter().map(|peer| format!("{} calls `{}`", peer.name, peer.tool)).collect();
+    println!(
+        "Peers over stdio, in the same rounds as the table above ({}), each with the same workload and `{{\"text\":\"hello\"}}`; \
+         `Paddock ahead` is how many times better Paddock's figure is (the peer's over Paddock's for times, CPU and memory; Paddock's over the peer's for calls/s)",
+        called.join(", ")
+    );
+    println!();
+    let mut header = String::from("| figure | paddock |");
+    let mut rule = String::from("|---|---:|");
+    for peer in peers {
+        header.push_str(&format!(" {} | Paddock ahead |", peer.name));
+        rule.push_str("---:|---:|");
+    }
+    println!("{header}");
+    println!("{rule}");
+    for (name, figure, less_is_better) in &figures {
+        let paddock = results.median_at(0, |f: &StdioFigures| figure(f));
+        let mut line = format!("| {name} | {paddock:.1} |");
+        for index in 2..targets.len() {
+            let peer = results.median_at(index, |f: &StdioFigures| figure(f));
+            let ahead = match (*less_is_better, paddock > 0.0 && peer > 0.0) {
+                (_, false) => 0.0,
+                (true, true) => peer / paddock,
+                (false, true) => paddock / peer,
+            };
+            line.push_str(&format!(" {peer:.1} | {ahead:.2}× |"));
+        }
+        println!("{line}");
+    }
+    println!();
 }
 
 fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
@@ -301,7 +367,7 @@ fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
     comparison_table(&rows);
 }
 
-fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio_results: &Results<[StdioFigures; 2]>) {
+fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio_results: &Results<Vec<StdioFigures>>) {
     println!(
         "WebSocket `/ws` (subprotocol `mcp`), `text_echo`, one connection: {} sequential calls (after {WARM_UP_CALLS} to warm up), then {IN_FLIGHT} in flight; medians of {} round(s); 1-minute load at each round: {}{}",
         args.calls,

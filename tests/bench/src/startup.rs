@@ -175,7 +175,7 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     std::thread::sleep(SETTLE);
     figures.idle_rss_mb = rss_mb(server.pid())?;
     figures.idle_anon_mb = anon_rss_mb(server.pid())?;
-    let calls = crate::stdio::sequential(&mut server, CALLS, 2_000_000).context("`text_echo` calls after the start")?;
+    let calls = crate::stdio::sequential(&mut server, crate::stdio::ECHO_TOOL, CALLS, 2_000_000).context("`text_echo` calls after the start")?;
     (figures.call_p50_us, figures.call_cpu_us) = (calls.p50_us, calls.cpu_per_call_us);
     figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
     server.stop()?;

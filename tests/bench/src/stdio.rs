@@ -29,15 +29,64 @@ pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","p
 /// The notification that follows the `initialize` reply.
 pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
+/// The tool Paddock and native answer: the `text` sample's echo.
+pub const ECHO_TOOL: &str = "text_echo";
+
 /// A `tools/call` of `text_echo` with `{"text":"hello"}`.
 pub fn echo_call(id: usize) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"text_echo","arguments":{{"text":"hello"}}}}}}"#)
+    tool_call(ECHO_TOOL, id)
 }
 
-/// One server under test: its name in the report and the command that serves stdio.
+/// A `tools/call` of `tool` with `{"text":"hello"}`.
+pub fn tool_call(tool: &str, id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello"}}}}}}"#)
+}
+
+/// One server under test: its name in the report, the command that serves stdio, the echo tool
+/// it is called through, and how it is stopped.
 pub struct Target {
-    pub name: &'static str,
+    pub name: String,
     pub command: Vec<String>,
+    pub tool: String,
+    pub stop: Stop,
+}
+
+/// How a server is told to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// It exits once its stdin closes (and must, within `WAIT`).
+    AtEndOfInput,
+    /// It keeps running after its stdin closes: it is sent SIGTERM.
+    Terminate,
+}
+
+impl Target {
+    /// A server answering `text_echo`, which exits at the end of its input.
+    pub fn echo(name: &str, command: Vec<String>) -> Target {
+        Target { name: name.to_owned(), command, tool: ECHO_TOOL.to_owned(), stop: Stop::AtEndOfInput }
+    }
+
+    /// Another MCP server with an echo tool, from `NAME=TOOL=COMMAND` (the command split at
+    /// spaces); it is stopped with SIGTERM, since not every server exits when its input ends.
+    pub fn peer(spec: &str) -> Result<Target> {
+        let mut parts = spec.splitn(3, '=');
+        let (Some(name), Some(tool), Some(command)) = (parts.next(), parts.next(), parts.next()) else {
+            bail!("a peer is NAME=TOOL=COMMAND, not `{spec}`");
+        };
+        let command: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+        if name.is_empty() || tool.is_empty() || command.is_empty() {
+            bail!("a peer is NAME=TOOL=COMMAND, with none of them empty: `{spec}`");
+        }
+        Ok(Target { name: name.to_owned(), command, tool: tool.to_owned(), stop: Stop::Terminate })
+    }
+
+    /// Stops `server` the way this target stops.
+    pub fn stop(&self, server: StdioServer) -> Result<()> {
+        match self.stop {
+            Stop::AtEndOfInput => server.stop(),
+            Stop::Terminate => server.terminate(),
+        }
+    }
 }
 
 /// The figures of one stdio round of one server.
@@ -61,18 +110,18 @@ pub struct Sequential {
     pub cpu_per_call_us: f64,
 }
 
-/// Times `calls` sequential `text_echo` calls (ids from `first_id`) after `WARM_UP_CALLS` to warm
+/// Times `calls` sequential calls of `tool` (ids from `first_id`) after `WARM_UP_CALLS` to warm
 /// up; the server's CPU time is read before and after.
-pub fn sequential(server: &mut StdioServer, calls: usize, first_id: usize) -> Result<Sequential> {
+pub fn sequential(server: &mut StdioServer, tool: &str, calls: usize, first_id: usize) -> Result<Sequential> {
     for id in first_id..first_id + WARM_UP_CALLS {
-        server.request(&echo_call(id))?;
+        server.request(&tool_call(tool, id))?;
     }
     let first_id = first_id + WARM_UP_CALLS;
     let cpu_before = cpu_ns(server.pid())?;
     let mut latencies = Vec::with_capacity(calls);
     for id in first_id..first_id + calls {
         let started = Instant::now();
-        server.request(&echo_call(id))?;
+        server.request(&tool_call(tool, id))?;
         latencies.push(micros(started.elapsed()));
     }
     let cpu_per_call_us = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / calls.max(1) as f64;
@@ -177,10 +226,18 @@ impl StdioServer {
         drop(progress);
         process.wait(WAIT)
     }
+
+    /// Closes stdin and sends SIGTERM; a server still there after `WAIT` is killed and fails the round.
+    pub fn terminate(self) -> Result<()> {
+        let StdioServer { stdin, process, progress, .. } = self;
+        drop(stdin);
+        drop(progress);
+        process.terminate(WAIT)
+    }
 }
 
 /// Calls per second with `depth` requests kept in flight.
-pub fn pipelined(server: &mut StdioServer, depth: usize, calls: usize, first_id: usize) -> Result<f64> {
+pub fn pipelined(server: &mut StdioServer, tool: &str, depth: usize, calls: usize, first_id: usize) -> Result<f64> {
     let started = Instant::now();
     let mut sent = 0;
     let mut received = 0;
@@ -188,7 +245,7 @@ pub fn pipelined(server: &mut StdioServer, depth: usize, calls: usize, first_id:
     while received < calls {
         batch.clear();
         while sent < calls && sent - received < depth {
-            batch.push_str(&echo_call(first_id + sent));
+            batch.push_str(&tool_call(tool, first_id + sent));
             batch.push('\n');
             sent += 1;
         }
@@ -209,19 +266,19 @@ pub fn pipelined(server: &mut StdioServer, depth: usize, calls: usize, first_id:
 pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
     let (mut server, init) = StdioServer::start(&target.command, WAIT)?;
     let mut figures = StdioFigures { init_ms: millis(init), ..StdioFigures::default() };
-    figures.sequential = sequential(&mut server, calls, 1).with_context(|| format!("{}: sequential calls", target.name))?;
+    figures.sequential = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls", target.name))?;
     let mut next_id = 1_000_000;
     for depth in DEPTHS {
         let total = (calls * 2).max(depth * 4);
-        figures.pipelined.push(pipelined(&mut server, depth, total, next_id)?);
+        figures.pipelined.push(pipelined(&mut server, &target.tool, depth, total, next_id).with_context(|| format!("{}: {depth} in flight", target.name))?);
         next_id += total;
     }
     figures.peak_rss_mb = peak_rss_mb(server.pid())?;
-    server.stop()?;
+    target.stop(server)?;
     figures.one_core = on_one_core(|| {
         let (mut server, _) = StdioServer::start(&target.command, WAIT)?;
-        let figures = sequential(&mut server, calls, 1).with_context(|| format!("{}: sequential calls on one core", target.name))?;
-        server.stop()?;
+        let figures = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls on one core", target.name))?;
+        target.stop(server)?;
         Ok(figures)
     })?;
     Ok(figures)
