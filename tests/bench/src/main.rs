@@ -316,7 +316,8 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
     let called: Vec<String> = peers.iter().map(|peer| format!("{} calls `{}`", peer.name, peer.tool)).collect();
     println!(
         "Peers over stdio, in the same rounds as the table above ({}), each with the same workload and `{{\"text\":\"hello\"}}`; \
-         `Paddock ahead` is how many times better Paddock's figure is (the peer's over Paddock's for times, CPU and memory; Paddock's over the peer's for calls/s)",
+         `Paddock ahead` is how many times better Paddock's figure is (the peer's over Paddock's for times, CPU and memory; Paddock's over the peer's for calls/s); \
+         `failed`: the peer answered a call with an error at that depth (and was not asked for deeper ones)",
         called.join(", ")
     );
     println!();
@@ -338,7 +339,11 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
                 (true, true) => peer / paddock,
                 (false, true) => paddock / peer,
             };
-            line.push_str(&format!(" {peer:.1} | {ahead:.2}× |"));
+            if peer.is_nan() {
+                line.push_str(" failed | — |");
+            } else {
+                line.push_str(&format!(" {peer:.1} | {ahead:.2}× |"));
+            }
         }
         println!("{line}");
     }

@@ -51,6 +51,9 @@ pub struct Target {
     pub stop: Stop,
 }
 
+/// How long a peer may stay silent (after its start) before it is killed.
+const PEER_SILENCE: Duration = Duration::from_secs(10);
+
 /// How a server is told to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -80,6 +83,15 @@ impl Target {
         Ok(Target { name: name.to_owned(), command, tool: tool.to_owned(), stop: Stop::Terminate })
     }
 
+    /// How long the server may stay silent before it is killed: a peer that hangs under load
+    /// costs the run this long.
+    pub fn silence_limit(&self) -> Duration {
+        match self.stop {
+            Stop::AtEndOfInput => WAIT,
+            Stop::Terminate => PEER_SILENCE,
+        }
+    }
+
     /// Stops `server` the way this target stops.
     pub fn stop(&self, server: StdioServer) -> Result<()> {
         match self.stop {
@@ -97,7 +109,7 @@ pub struct StdioFigures {
     pub sequential: Sequential,
     /// Sequential calls with the client thread and every server thread on one core.
     pub one_core: Sequential,
-    /// Calls per second at each of [`DEPTHS`].
+    /// Calls per second at each of [`DEPTHS`]; NaN where a peer failed.
     pub pipelined: Vec<f64>,
     pub peak_rss_mb: f64,
 }
@@ -264,19 +276,34 @@ pub fn pipelined(server: &mut StdioServer, tool: &str, depth: usize, calls: usiz
 /// One stdio round of `target`: a server where the scheduler places it (start, sequential calls,
 /// pipelined calls, peak RSS), then another on the bench's core for the sequential calls.
 pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
-    let (mut server, init) = StdioServer::start(&target.command, WAIT)?;
+    let (mut server, init) = StdioServer::start(&target.command, target.silence_limit())?;
     let mut figures = StdioFigures { init_ms: millis(init), ..StdioFigures::default() };
     figures.sequential = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls", target.name))?;
     let mut next_id = 1_000_000;
+    // Read before each depth too: a peer that hangs is killed, and its peak is then the last read.
+    let mut peak_rss = peak_rss_mb(server.pid())?;
     for depth in DEPTHS {
         let total = (calls * 2).max(depth * 4);
-        figures.pipelined.push(pipelined(&mut server, &target.tool, depth, total, next_id).with_context(|| format!("{}: {depth} in flight", target.name))?);
+        match pipelined(&mut server, &target.tool, depth, total, next_id) {
+            Ok(rate) => {
+                figures.pipelined.push(rate);
+                peak_rss = peak_rss_mb(server.pid())?;
+            }
+            // A peer that fails a depth is reported as failing it (and every deeper one); for
+            // Paddock and native a failure fails the run.
+            Err(err) if target.stop == Stop::Terminate => {
+                eprintln!("paddock-bench: {} failed with {depth} calls in flight: {err:#}", target.name);
+                figures.pipelined.resize(DEPTHS.len(), f64::NAN);
+                break;
+            }
+            Err(err) => return Err(err.context(format!("{}: {depth} in flight", target.name))),
+        }
         next_id += total;
     }
-    figures.peak_rss_mb = peak_rss_mb(server.pid())?;
+    figures.peak_rss_mb = peak_rss;
     target.stop(server)?;
     figures.one_core = on_one_core(|| {
-        let (mut server, _) = StdioServer::start(&target.command, WAIT)?;
+        let (mut server, _) = StdioServer::start(&target.command, target.silence_limit())?;
         let figures = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls on one core", target.name))?;
         target.stop(server)?;
         Ok(figures)
