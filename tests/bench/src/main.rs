@@ -317,7 +317,7 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
     println!(
         "Peers over stdio, in the same rounds as the table above ({}), each with the same workload and `{{\"text\":\"hello\"}}`; \
          `Paddock ahead` is how many times better Paddock's figure is (the peer's over Paddock's for times, CPU and memory; Paddock's over the peer's for calls/s); \
-         `failed`: the peer answered a call with an error at that depth (and was not asked for deeper ones)",
+         `failed`: at that depth the peer answered a call with an error or stopped answering (and was killed after 10 s)",
         called.join(", ")
     );
     println!();
