@@ -43,34 +43,34 @@ pub fn tool_call(tool: &str, id: usize) -> String {
 }
 
 /// One server under test: its name in the report, the command that serves stdio, the echo tool
-/// it is called through, and how it is stopped.
+/// it is called through, and whether it is measured or a peer.
 pub struct Target {
     pub name: String,
     pub command: Vec<String>,
     pub tool: String,
-    pub stop: Stop,
+    pub role: Role,
 }
 
 /// How long a peer may stay silent (after its start) before it is killed.
 const PEER_SILENCE: Duration = Duration::from_secs(10);
 
-/// How a server is told to stop.
+/// What a server is in the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// It exits once its stdin closes (and must, within `WAIT`).
-    AtEndOfInput,
-    /// It keeps running after its stdin closes: it is sent SIGTERM.
-    Terminate,
+pub enum Role {
+    /// Paddock or native: it must exit once its stdin closes, and any failure fails the run.
+    Measured,
+    /// Another MCP server: it is sent SIGTERM (not every server exits when its input ends), and
+    /// a pipelining depth it fails is reported as failed.
+    Peer,
 }
 
 impl Target {
     /// A server answering `text_echo`, which exits at the end of its input.
     pub fn echo(name: &str, command: Vec<String>) -> Target {
-        Target { name: name.to_owned(), command, tool: ECHO_TOOL.to_owned(), stop: Stop::AtEndOfInput }
+        Target { name: name.to_owned(), command, tool: ECHO_TOOL.to_owned(), role: Role::Measured }
     }
 
-    /// Another MCP server with an echo tool, from `NAME=TOOL=COMMAND` (the command split at
-    /// spaces); it is stopped with SIGTERM, since not every server exits when its input ends.
+    /// A peer with an echo tool, from `NAME=TOOL=COMMAND` (the command split at spaces).
     pub fn peer(spec: &str) -> Result<Target> {
         let mut parts = spec.splitn(3, '=');
         let (Some(name), Some(tool), Some(command)) = (parts.next(), parts.next(), parts.next()) else {
@@ -80,23 +80,23 @@ impl Target {
         if name.is_empty() || tool.is_empty() || command.is_empty() {
             bail!("a peer is NAME=TOOL=COMMAND, with none of them empty: `{spec}`");
         }
-        Ok(Target { name: name.to_owned(), command, tool: tool.to_owned(), stop: Stop::Terminate })
+        Ok(Target { name: name.to_owned(), command, tool: tool.to_owned(), role: Role::Peer })
     }
 
     /// How long the server may stay silent before it is killed: a peer that hangs under load
     /// costs the run this long.
     pub fn silence_limit(&self) -> Duration {
-        match self.stop {
-            Stop::AtEndOfInput => WAIT,
-            Stop::Terminate => PEER_SILENCE,
+        match self.role {
+            Role::Measured => WAIT,
+            Role::Peer => PEER_SILENCE,
         }
     }
 
-    /// Stops `server` the way this target stops.
+    /// Stops `server`: by closing its stdin, and for a peer with SIGTERM as well.
     pub fn stop(&self, server: StdioServer) -> Result<()> {
-        match self.stop {
-            Stop::AtEndOfInput => server.stop(),
-            Stop::Terminate => server.terminate(),
+        match self.role {
+            Role::Measured => server.stop(),
+            Role::Peer => server.terminate(),
         }
     }
 }
@@ -289,9 +289,8 @@ pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
                 figures.pipelined.push(rate);
                 peak_rss = peak_rss_mb(server.pid())?;
             }
-            // A peer that fails a depth is reported as failing it (and every deeper one); for
-            // Paddock and native a failure fails the run.
-            Err(err) if target.stop == Stop::Terminate => {
+            // A peer that fails a depth is reported as failing it (and every deeper one).
+            Err(err) if target.role == Role::Peer => {
                 eprintln!("paddock-bench: {} failed with {depth} calls in flight: {err:#}", target.name);
                 figures.pipelined.resize(DEPTHS.len(), f64::NAN);
                 break;
