@@ -317,8 +317,9 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
     println!(
         "Peers over stdio, in the same rounds as the table above ({}), each with the same workload and `{{\"text\":\"hello\"}}`; \
          `Paddock ahead` is how many times better Paddock's figure is (the peer's over Paddock's for times, CPU and memory; Paddock's over the peer's for calls/s); \
-         `failed`: at that depth the peer answered a call with an error or stopped answering (and was killed after 10 s)",
-        called.join(", ")
+         `failed`: at that depth the peer answered a call with an error or stopped answering (and was killed after {} s)",
+        called.join(", "),
+        stdio::PEER_SILENCE.as_secs()
     );
     println!();
     let mut header = String::from("| figure | paddock |");

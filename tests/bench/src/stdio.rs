@@ -52,7 +52,7 @@ pub struct Target {
 }
 
 /// How long a peer may stay silent (after its start) before it is killed.
-const PEER_SILENCE: Duration = Duration::from_secs(10);
+pub const PEER_SILENCE: Duration = Duration::from_secs(10);
 
 /// What a server is in the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
