@@ -49,6 +49,11 @@ enum Command {
         /// share it complete each other's input rounds. Without it a key is drawn at start.
         #[arg(long, value_name = "FILE")]
         state_key_file: Option<PathBuf>,
+        /// Memory the host may hold for its clients in all (queued replies, replay logs, bodies
+        /// and messages being read), e.g. 2GiB; work past it is refused at once. Default: half of
+        /// the machine's (or the cgroup's) memory.
+        #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+        memory_budget: Option<usize>,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -117,6 +122,50 @@ struct HttpArgs {
     /// How long in-flight calls may run on after SIGTERM or SIGINT.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, requires = "http")]
     shutdown_grace: std::time::Duration,
+    /// How long a request body may take to arrive in full, and a WebSocket message once its
+    /// first frame began.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, requires = "http")]
+    body_timeout: std::time::Duration,
+    /// The longest a stream stays open (GET stream, HTTP+SSE stream, `subscriptions/listen`);
+    /// then it ends and its client reconnects.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration, requires = "http")]
+    max_stream_lifetime: std::time::Duration,
+    /// Connections one client (address) may hold at once. Default: an eighth of
+    /// --max-connections, at least 8.
+    #[arg(long, value_name = "N", requires = "http")]
+    max_connections_per_client: Option<usize>,
+    /// Legacy sessions one client may hold at once. Default: an eighth of --max-sessions, at
+    /// least 8.
+    #[arg(long, value_name = "N", requires = "http")]
+    max_sessions_per_client: Option<usize>,
+    /// Long-lived streams one client may hold open at once.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
+    max_streams_per_client: usize,
+    /// A proxy (address or CIDR, repeatable) whose `X-Forwarded-For` names the client; its own
+    /// connections are not held to the per-client cap.
+    #[arg(long, value_name = "CIDR", requires = "http")]
+    trusted_proxy: Vec<ipnet::IpNet>,
+}
+
+/// A size on the command line that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a size (e.g. 512MiB, 2GiB, or a number of bytes)")]
+struct SizeError(String);
+
+/// A size such as `512MiB`, `2GiB`, `64KiB` or a number of bytes.
+fn parse_size(text: &str) -> Result<usize, SizeError> {
+    let trimmed = text.trim();
+    let split = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: usize = number.parse().map_err(|_| SizeError(text.to_owned()))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" | "K" => 10,
+        "MiB" | "M" => 20,
+        "GiB" | "G" => 30,
+        _ => return Err(SizeError(text.to_owned())),
+    };
+    number.checked_mul(1 << shift).ok_or_else(|| SizeError(text.to_owned()))
 }
 
 /// A duration on the command line that cannot be read.
@@ -210,10 +259,13 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, http, common } => match http.http {
-            Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common).await,
-            None => serve(&plugins_dir, state_key_file.as_deref(), &common).await,
-        },
+        Command::Serve { plugins_dir, state_key_file, memory_budget, http, common } => {
+            let budget = crate::budget::Budget::new(memory_budget.unwrap_or_else(crate::budget::Budget::for_machine));
+            match http.http {
+                Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, budget).await,
+                None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget).await,
+            }
+        }
         Command::Inspect { file, common } => inspect(&file, &common).await,
         Command::Check { plugins_dir, common } => check(&plugins_dir, &common).await,
         Command::Call { plugins_dir, tool, args, common } => call(&plugins_dir, &tool, &args, &common).await,
@@ -260,16 +312,23 @@ async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
     Ok(Loaded { config, report, router, router_errors })
 }
 
-async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs) -> Result<ExitCode> {
-    let server = load_server(plugins_dir, state_key_file, common, "stdio").await?;
+async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, budget: Arc<crate::budget::Budget>) -> Result<ExitCode> {
+    let server = load_server(plugins_dir, state_key_file, common, "stdio", budget).await?;
     crate::transport::stdio::serve_process(server).await.context("stdio transport failed")?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Serves over HTTP: the listener is bound (and answers `/healthz`) before the plugins load,
 /// and is ready once they have; SIGTERM or SIGINT shuts it down gracefully.
-async fn serve_http(addr: std::net::SocketAddr, args: &HttpArgs, plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs) -> Result<ExitCode> {
-    use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions};
+async fn serve_http(
+    addr: std::net::SocketAddr,
+    args: &HttpArgs,
+    plugins_dir: &Path,
+    state_key_file: Option<&Path>,
+    common: &CommonArgs,
+    budget: Arc<crate::budget::Budget>,
+) -> Result<ExitCode> {
+    use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions, PeerLimits};
     let token = match (&args.token_file, std::env::var("PADDOCK_HTTP_TOKEN")) {
         (Some(path), _) => Some(BearerToken::from_file(path)?),
         (None, Ok(value)) => Some(BearerToken::new(&value).context("PADDOCK_HTTP_TOKEN")?),
@@ -282,14 +341,31 @@ async fn serve_http(addr: std::net::SocketAddr, args: &HttpArgs, plugins_dir: &P
     if args.keep_alive.is_zero() {
         bail!("--keep-alive must be longer than zero");
     }
+    if args.body_timeout.is_zero() || args.max_stream_lifetime.is_zero() {
+        bail!("--body-timeout and --max-stream-lifetime must be longer than zero");
+    }
     let limits = HttpLimits {
         max_sessions: args.max_sessions,
         max_connections: args.max_connections,
         session_idle: args.session_idle,
         keep_alive: args.keep_alive,
+        body_timeout: args.body_timeout,
+        max_stream_lifetime: args.max_stream_lifetime,
         ..HttpLimits::default()
     };
-    let options = HttpOptions { access, limits, shutdown_grace: args.shutdown_grace };
+    let mut peers = PeerLimits::for_totals(args.max_connections, args.max_sessions);
+    peers.connections = args.max_connections_per_client.unwrap_or(peers.connections).max(1);
+    peers.sessions = args.max_sessions_per_client.unwrap_or(peers.sessions).max(1);
+    peers.streams = args.max_streams_per_client.max(1);
+    peers.trusted_proxies = args.trusted_proxy.clone();
+    tracing::info!(
+        budget_mib = budget.limit() >> 20,
+        connections_per_client = peers.connections,
+        sessions_per_client = peers.sessions,
+        streams_per_client = peers.streams,
+        "limits for clients"
+    );
+    let options = HttpOptions { access, limits, shutdown_grace: args.shutdown_grace, peers, budget: Arc::clone(&budget) };
     let listener = HttpListener::bind(addr, options).await.with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr().context("cannot read the bound address")?;
     tracing::info!(address = %bound, "listening on http://{bound} (/mcp, /sse, /ws, /healthz, /readyz)");
@@ -297,7 +373,7 @@ async fn serve_http(addr: std::net::SocketAddr, args: &HttpArgs, plugins_dir: &P
     let stop = tokio_util::sync::CancellationToken::new();
     let serving = tokio::spawn(listener.run(stop.clone()));
     tokio::spawn(stop_on_signal(stop.clone()));
-    let server = match load_server(plugins_dir, state_key_file, common, "HTTP").await {
+    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", budget).await {
         Ok(server) => server,
         Err(err) => {
             stop.cancel();
@@ -327,7 +403,7 @@ async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
 }
 
 /// Loads config and plugins for serving, logging every problem, and builds the session core.
-async fn load_server(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, over: &str) -> Result<Arc<crate::session::Server>> {
+async fn load_server(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, over: &str, budget: Arc<crate::budget::Budget>) -> Result<Arc<crate::session::Server>> {
     let loaded = load(plugins_dir, common).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -358,7 +434,7 @@ async fn load_server(plugins_dir: &Path, state_key_file: Option<&Path>, common: 
         Some(path) => crate::input::StateKey::from_file(path)?,
         None => crate::input::StateKey::random()?,
     };
-    Ok(crate::session::Server::new(router, state_key))
+    Ok(crate::session::Server::with_budget(router, state_key, budget))
 }
 
 /// The plugin a load problem is about, when it is about a plugin file: the file's stem, which

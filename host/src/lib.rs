@@ -5,6 +5,7 @@
 // Calls glibc's `mallopt` and `malloc_trim`, which take no pointers.
 #[allow(unsafe_code)]
 pub mod allocator;
+pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod escape;

@@ -44,7 +44,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 pub use lifecycle::{LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS, is_modern};
-pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, TransportClosed, outbound};
+pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, Slot, TransportClosed, outbound, outbound_charged};
 pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
 pub use subscriptions::{MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID};
@@ -68,6 +68,8 @@ pub const SERVER_BUSY: i64 = -32000;
 /// How long a cancelled request may take to wind down before the session drops its work. The
 /// runtime stops a plugin sooner (its own grace period); this holds for any `Plugin`.
 const CANCEL_BACKSTOP: Duration = Duration::from_secs(1);
+/// What an admitted request reserves of the process's memory budget until its reply is queued.
+const ADMISSION_RESERVE: usize = 64 << 10;
 
 tokio::task_local! {
     /// The stream of the request this task serves: where its progress, log messages and
@@ -105,9 +107,16 @@ struct InFlight {
     dest: Dest,
 }
 
+/// A request's place among those in flight: its channel's permit, and its reserve of the
+/// process's memory budget (room for its reply, refused at once when the budget is spent).
+struct Permit {
+    _slot: OwnedSemaphorePermit,
+    _reserve: crate::budget::Charge,
+}
+
 /// What admitting a request gives its task.
 struct Admitted {
-    permit: OwnedSemaphorePermit,
+    permit: Permit,
     cx: CallContext,
     generation: u64,
     events: mpsc::Receiver<crate::plugin::CallEvent>,
@@ -256,7 +265,7 @@ impl Session {
         for message in messages {
             match message {
                 Ok(message) => self.handle_message(message, dest.clone()).await,
-                Err(rejection) => self.deliver(&dest, rejection.to_line(), Some(rejection.error.code)).await,
+                Err(rejection) => self.deliver(&dest, rejection.to_line(), Some(rejection.error.code), None).await,
             }
         }
     }
@@ -330,7 +339,7 @@ impl Session {
                 self.follow_changes();
             }
             let cache = methods::list_cache(&self.server.router(), &method);
-            return self.reply(&dest, &id, &method, era, outcome.map(|result| rounds::Finished { result, cache })).await;
+            return self.reply(&dest, &id, &method, era, outcome.map(|result| rounds::Finished { result, cache }), None).await;
         }
         let Some(admitted) = self.admit(&id, &dest).await else { return };
         tracing::debug!(request = %id, method = %crate::escape::Escaped(&method), "request admitted");
@@ -356,6 +365,15 @@ impl Session {
             self.deliver_error(dest, id, &error).await;
             return None;
         };
+        let reserve = match self.server.budget.charge(ADMISSION_RESERVE) {
+            Ok(reserve) => reserve,
+            Err(over) => {
+                let error = ErrorObject::new(SERVER_BUSY, format!("server busy: {over}"));
+                self.deliver_error(dest, id, &error).await;
+                return None;
+            }
+        };
+        let permit = Permit { _slot: permit, _reserve: reserve };
         let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
         let cx = CallContext::new(id.to_string(), Some(events_tx));
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
@@ -410,7 +428,7 @@ impl Session {
     /// Serves a 2026-07-28 `subscriptions/listen`: the acknowledgement first, then each change
     /// the client asked for, tagged with the request's id, until the client cancels the request
     /// (no reply) or its input ends (the closing result).
-    async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext, permit: OwnedSemaphorePermit) {
+    async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext, permit: Permit) {
         let opened = match Arc::clone(&self.listens).try_acquire_owned() {
             Ok(listening) => {
                 let tasks_declared = task_calls::declares_extension(&self.request_context(params.as_ref(), era));
@@ -422,8 +440,7 @@ impl Session {
             Ok(opened) => opened,
             Err(error) => {
                 if let Some(entry) = self.finish(&id, generation) {
-                    drop(permit);
-                    self.deliver_error(&entry.dest, &id, &error).await;
+                    self.deliver(&entry.dest, jsonrpc::error_line(Some(&id), &error), Some(error.code), Some(permit)).await;
                 }
                 return;
             }
@@ -444,9 +461,8 @@ impl Session {
             }
         }
         if let Some(entry) = self.finish(&id, generation) {
-            drop(permit);
             let closing = rounds::Finished { result: subscriptions::closing_result(&id), cache: None };
-            self.reply(&entry.dest, &id, "subscriptions/listen", era, Ok(closing)).await;
+            self.reply(&entry.dest, &id, "subscriptions/listen", era, Ok(closing), Some(permit)).await;
         }
     }
 
@@ -528,7 +544,7 @@ impl Session {
         era: Era,
         cx: CallContext,
         mut events: mpsc::Receiver<crate::plugin::CallEvent>,
-        permit: OwnedSemaphorePermit,
+        permit: Permit,
     ) {
         let notifier = methods::Notifier::new(params.as_ref(), era, self.legacy_log_level());
         // A panic anywhere below becomes an error reply, never a request left unanswered.
@@ -575,10 +591,10 @@ impl Session {
             }
             None => return,
         };
-        // The request stops counting as in flight before its reply can reach the client, so a
-        // client that keeps exactly `MAX_IN_FLIGHT` requests going is never refused.
-        drop(permit);
-        self.reply(&entry.dest, &id, &method, era, outcome).await;
+        // The request counts as in flight until its reply has room in the queue (a client that
+        // does not read stops having requests admitted), and stops counting before the reply can
+        // reach the client (a client that keeps exactly `MAX_IN_FLIGHT` going is never refused).
+        self.reply(&entry.dest, &id, &method, era, outcome, Some(permit)).await;
     }
 
     /// Runs a plugin method: completion once, the others through the input model.
@@ -625,7 +641,8 @@ impl Session {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level
     }
 
-    async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<rounds::Finished, ErrorObject>) {
+    /// Answers a request; `admitted` (its in-flight permit) is released once the reply has room.
+    async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<rounds::Finished, ErrorObject>, admitted: Option<Permit>) {
         match outcome {
             Ok(mut finished) => {
                 let revision = match era {
@@ -634,27 +651,34 @@ impl Session {
                 };
                 shape::shape(&mut finished.result, method, revision);
                 let line = jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache));
-                self.deliver(dest, line, None).await;
+                self.deliver(dest, line, None, admitted).await;
             }
-            Err(error) => self.deliver_error(dest, id, &error).await,
+            Err(error) => self.deliver(dest, jsonrpc::error_line(Some(id), &error), Some(error.code), admitted).await,
         }
     }
 
     async fn deliver_error(&self, dest: &Dest, id: &Id, error: &ErrorObject) {
-        self.deliver(dest, jsonrpc::error_line(Some(id), error), Some(error.code)).await;
+        self.deliver(dest, jsonrpc::error_line(Some(id), error), Some(error.code), None).await;
     }
 
-    async fn deliver(&self, dest: &Dest, line: String, error: Option<i64>) {
-        // The transport has gone away when a reply fails; nothing is left to tell.
-        match &dest.batch {
-            None => {
-                let _ = dest.out.reply(line, error).await;
-            }
-            Some(batch) => {
-                if let Some(array) = batch.push(line) {
-                    let _ = dest.out.reply(array, None).await;
-                }
-            }
+    /// Queues a reply (or, for a batch member, adds it to its batch's array). `admitted`, the
+    /// request's in-flight permit, is released only once the reply has its room in the queue:
+    /// while a client does not read, its replies wait with their permits held, so at most
+    /// `MAX_IN_FLIGHT` of them wait and the next request is refused (its refusal waits for room
+    /// in turn, which stops the transport reading). The transport has gone away when a reply
+    /// cannot be queued; nothing is left to tell.
+    async fn deliver(&self, dest: &Dest, line: String, error: Option<i64>, admitted: Option<Permit>) {
+        let (line, error) = match &dest.batch {
+            None => (line, error),
+            Some(batch) => match batch.push(line) {
+                Some(array) => (array, None),
+                None => return,
+            },
+        };
+        let slot = dest.out.reserve(line.len()).await;
+        drop(admitted);
+        if let Ok(slot) = slot {
+            slot.send(line, FrameKind::Reply { error });
         }
     }
 }

@@ -13,11 +13,17 @@
 //! needs no second parse of what the session wrote.
 //!
 //! A message larger than the whole byte budget is still sent: it takes the whole budget, alone.
+//!
+//! A queue made with `outbound_charged` also charges every queued message to the process's
+//! memory budget (`crate::budget`): a notification that would go over it is shed, a reply is
+//! always taken (its request was admitted, which the budget gates).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+use crate::budget::{Budget, Charge};
 
 /// How much a session may have queued for its transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +64,7 @@ pub struct Frame {
     /// Whether it is a reply.
     pub kind: FrameKind,
     _bytes: OwnedSemaphorePermit,
+    _charge: Option<Charge>,
 }
 
 /// The session's sending half.
@@ -67,6 +74,31 @@ pub struct Outbound {
     bytes: Arc<Semaphore>,
     max_bytes: usize,
     shed: Arc<AtomicU64>,
+    budget: Option<Arc<Budget>>,
+}
+
+/// Room for one message in the queue, taken before the message is sent.
+#[derive(Debug)]
+pub struct Slot {
+    place: mpsc::OwnedPermit<Frame>,
+    bytes: OwnedSemaphorePermit,
+    charge: Option<Charge>,
+}
+
+impl Slot {
+    /// Queues `line` in the room this slot holds (never waits). A line longer than the slot
+    /// was reserved for still goes: the queue's byte budget is a bound on what waits, and the
+    /// slot's bytes are released with the frame.
+    pub fn send(self, line: String, kind: FrameKind) {
+        let mut charge = self.charge;
+        if let Some(charge) = &mut charge
+            && charge.bytes() != line.len()
+        {
+            // Shrinking always succeeds; growing past a spent budget keeps the reserved charge.
+            let _ = charge.grow_to(line.len());
+        }
+        self.place.send(Frame { line, kind, _bytes: self.bytes, _charge: charge });
+    }
 }
 
 /// The transport's receiving half.
@@ -77,9 +109,18 @@ pub struct OutboundReceiver {
 
 /// A bounded queue from a session to a transport writer.
 pub fn outbound(limits: OutboundLimits) -> (Outbound, OutboundReceiver) {
+    new_queue(limits, None)
+}
+
+/// A bounded queue whose messages are also charged to the process's memory budget.
+pub fn outbound_charged(limits: OutboundLimits, budget: &Arc<Budget>) -> (Outbound, OutboundReceiver) {
+    new_queue(limits, Some(Arc::clone(budget)))
+}
+
+fn new_queue(limits: OutboundLimits, budget: Option<Arc<Budget>>) -> (Outbound, OutboundReceiver) {
     let (tx, rx) = mpsc::channel(limits.messages.max(1));
     let max_bytes = limits.bytes.clamp(1, Semaphore::MAX_PERMITS).min(u32::MAX as usize);
-    let sender = Outbound { tx, bytes: Arc::new(Semaphore::new(max_bytes)), max_bytes, shed: Arc::new(AtomicU64::new(0)) };
+    let sender = Outbound { tx, bytes: Arc::new(Semaphore::new(max_bytes)), max_bytes, shed: Arc::new(AtomicU64::new(0)), budget };
     (sender, OutboundReceiver { rx })
 }
 
@@ -102,8 +143,22 @@ impl Outbound {
     }
 
     async fn send_kind(&self, line: String, kind: FrameKind) -> Result<(), TransportClosed> {
-        let permit = self.bytes.clone().acquire_many_owned(self.cost(&line)).await.map_err(|_| TransportClosed)?;
-        self.tx.send(Frame { line, kind, _bytes: permit }).await.map_err(|_| TransportClosed)
+        self.reserve(line.len()).await?.send(line, kind);
+        Ok(())
+    }
+
+    /// Waits for room for one message of `len` bytes and holds it: what is sent through the
+    /// slot is queued at once. A request holds its in-flight permit until this returns, so a
+    /// client that does not read stops having its requests admitted.
+    ///
+    /// # Errors
+    /// `TransportClosed` once the receiver is gone.
+    pub async fn reserve(&self, len: usize) -> Result<Slot, TransportClosed> {
+        let cost = len.clamp(1, self.max_bytes) as u32;
+        let bytes = self.bytes.clone().acquire_many_owned(cost).await.map_err(|_| TransportClosed)?;
+        let place = self.tx.clone().reserve_owned().await.map_err(|_| TransportClosed)?;
+        let charge = self.budget.as_ref().map(|budget| budget.force(len));
+        Ok(Slot { place, bytes, charge })
     }
 
     /// Queues a notification if there is room right now; otherwise drops it and counts it.
@@ -113,7 +168,14 @@ impl Outbound {
             self.count_shed();
             return false;
         };
-        match self.tx.try_send(Frame { line, kind: FrameKind::Message, _bytes: permit }) {
+        let charge = match self.budget.as_ref().map(|budget| budget.charge(line.len())).transpose() {
+            Ok(charge) => charge,
+            Err(_) => {
+                self.count_shed();
+                return false;
+            }
+        };
+        match self.tx.try_send(Frame { line, kind: FrameKind::Message, _bytes: permit, _charge: charge }) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.count_shed();
@@ -199,6 +261,22 @@ mod tests {
         assert!(!out.notify("x".into()), "the big message holds the whole budget");
         drop(rx.recv().await.expect("queued"));
         assert!(out.notify("x".into()));
+    }
+
+    #[tokio::test]
+    async fn a_charged_queue_sheds_notifications_over_the_process_budget_and_always_takes_replies() {
+        let budget = Budget::new(crate::budget::MIN_BUDGET);
+        let (out, mut rx) = outbound_charged(OutboundLimits { messages: 100, bytes: usize::MAX }, &budget);
+        let big = "x".repeat(crate::budget::MIN_BUDGET / 2 + 1);
+        assert!(out.notify(big.clone()), "half the budget fits");
+        assert_eq!(budget.used(), big.len());
+        assert!(!out.notify(big.clone()), "the second half does not");
+        assert_eq!(out.shed_count(), 1);
+        out.reply(big.clone(), None).await.expect("a reply is always taken");
+        assert!(budget.used() > budget.limit());
+        drop(rx.recv().await.expect("queued"));
+        drop(rx.recv().await.expect("queued"));
+        assert_eq!(budget.used(), 0, "every byte is given back when the writer drops the frames");
     }
 
     #[tokio::test]

@@ -60,9 +60,16 @@ pub struct Server {
     pub(crate) state_key: StateKey,
     pub(crate) input_timeout: Duration,
     pub(crate) state_ttl: Duration,
+    /// The process's memory budget for what clients make the host hold.
+    pub(crate) budget: Arc<crate::budget::Budget>,
 }
 
 impl Server {
+    /// The process's memory budget for what clients make the host hold.
+    pub fn budget(&self) -> &Arc<crate::budget::Budget> {
+        &self.budget
+    }
+
     /// A server for `router`, sealing request states with `state_key`.
     pub fn new(router: Arc<Router>, state_key: StateKey) -> Arc<Server> {
         Server::with_limits(router, state_key, DEFAULT_INPUT_TIMEOUT, crate::input::seal::STATE_TTL)
@@ -71,6 +78,15 @@ impl Server {
     /// A server with its own limits on waiting for a legacy client's answers and on how long a
     /// sealed request state may be answered.
     pub fn with_limits(router: Arc<Router>, state_key: StateKey, input_timeout: Duration, state_ttl: Duration) -> Arc<Server> {
+        Server::build(router, state_key, input_timeout, state_ttl, crate::budget::Budget::unlimited())
+    }
+
+    /// A server whose sessions charge what they hold for clients to `budget`.
+    pub fn with_budget(router: Arc<Router>, state_key: StateKey, budget: Arc<crate::budget::Budget>) -> Arc<Server> {
+        Server::build(router, state_key, DEFAULT_INPUT_TIMEOUT, crate::input::seal::STATE_TTL, budget)
+    }
+
+    fn build(router: Arc<Router>, state_key: StateKey, input_timeout: Duration, state_ttl: Duration, budget: Arc<crate::budget::Budget>) -> Arc<Server> {
         Arc::new(Server {
             router: RwLock::new(router),
             swapping: Mutex::new(()),
@@ -80,6 +96,7 @@ impl Server {
             state_key,
             input_timeout,
             state_ttl,
+            budget,
         })
     }
 

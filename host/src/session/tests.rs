@@ -761,6 +761,48 @@ async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
     h.assert_quiet().await;
 }
 
+#[tokio::test]
+async fn a_client_that_does_not_read_stops_being_read_and_loses_no_reply() {
+    // A queue of 4 messages: the fifth reply waits for room, holding its request's permit.
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_limits(router_of(&plugin), OutboundLimits { messages: 4, bytes: 1 << 20 });
+    h.initialize("2025-11-25").await;
+    let mut sent = 0u64;
+    // Requests are handed over until one is not taken within a second: the session stopped
+    // reading. Every earlier request is either queued or holds a permit while it waits.
+    let stalled = loop {
+        let frame = call(1000 + sent, "echo");
+        let session = Arc::clone(&h.session);
+        let mut handing = tokio::spawn(async move { session.handle_frame(&frame).await });
+        match tokio::time::timeout(Duration::from_secs(1), &mut handing).await {
+            Ok(done) => {
+                done.expect("handled");
+                sent += 1;
+                assert!(sent < 2000, "the session kept reading while nothing was read: {sent} requests taken");
+            }
+            Err(_) => break handing,
+        }
+    };
+    let waiting = h.session.requests_in_flight();
+    assert_eq!(waiting, super::MAX_IN_FLIGHT, "every admitted request still holds its permit while its reply waits");
+    assert!(sent <= super::MAX_IN_FLIGHT as u64 + 8, "{sent} requests taken with 4 slots and {} permits", super::MAX_IN_FLIGHT);
+    // The client reads again: every request taken is answered once, the stalled one included.
+    let mut answered = std::collections::HashMap::new();
+    let mut busy = 0;
+    for _ in 0..=sent {
+        let reply = h.recv().await;
+        if reply["error"]["code"] == super::SERVER_BUSY {
+            busy += 1;
+        }
+        *answered.entry(reply["id"].as_u64().expect("numeric id")).or_insert(0) += 1;
+    }
+    tokio::time::timeout(WAIT, stalled).await.expect("the stalled hand-over completes once the client reads").expect("handled");
+    assert_eq!(answered.len() as u64, sent + 1, "one reply per request: {answered:?}");
+    assert!(answered.values().all(|n| *n == 1), "a request was answered twice");
+    assert!(busy >= 1, "the request that found every permit taken was refused");
+    h.assert_quiet().await;
+}
+
 fn router_of(plugin: &Arc<FakePlugin>) -> Router {
     Router::new(vec![RouterEntry::new(plugin.clone(), Prefix::Default)]).0
 }

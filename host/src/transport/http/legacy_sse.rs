@@ -11,20 +11,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::guard::refusal;
+use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::Flavor;
 use super::streamable::SESSION_QUEUE;
 use super::{Accepts, Shared, parse_body, sse};
-use crate::session::{OutboundReceiver, Session, outbound};
+use crate::session::{OutboundReceiver, Session, outbound_charged};
 
 /// GET /sse: a new session and its stream.
-pub(super) async fn open(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+pub(super) async fn open(State(shared): State<Arc<Shared>>, Extension(client): Extension<ClientKey>, headers: HeaderMap) -> Response {
     let server = match shared.server() {
         Ok(server) => server,
         Err(response) => return response,
@@ -32,8 +33,20 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, headers: HeaderMap) 
     if !Accepts::of(&headers).sse {
         return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
     }
-    let (out, queue) = outbound(SESSION_QUEUE);
-    let http = match shared.sessions.create(Session::new(server, out), Flavor::Sse, &shared.shutdown) {
+    // The session and its stream are each one of the client's shares.
+    if let Err(refused) = peers::may_open_session(&shared, client) {
+        return refused;
+    }
+    let stream_share = match peers::take_or_refuse(&shared, client, Kind::Stream) {
+        Ok(share) => share,
+        Err(refused) => return refused,
+    };
+    let session_share = match peers::take_or_refuse(&shared, client, Kind::Session) {
+        Ok(share) => share,
+        Err(refused) => return refused,
+    };
+    let (out, queue) = outbound_charged(SESSION_QUEUE, server.budget());
+    let http = match shared.sessions.create(Session::new(server, out), Flavor::Sse, &shared.shutdown, session_share) {
         Ok(http) => http,
         Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
     };
@@ -56,14 +69,16 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, headers: HeaderMap) 
         }
     });
     let endpoint = sse::named_event("endpoint", &format!("/messages?session_id={}", http.id));
-    let ended = EndOnDrop { shared: Arc::clone(&shared), id: http.id.clone() };
-    sse::response(channel_body(endpoint, queue, close, ended, shared.options.limits.keep_alive))
+    let ended = EndOnDrop { shared: Arc::clone(&shared), id: http.id.clone(), _share: stream_share };
+    let limits = &shared.options.limits;
+    sse::response(channel_body(endpoint, queue, close, ended, limits.keep_alive, limits.max_stream_lifetime))
 }
 
 /// Ends the session when its stream's body is dropped (the client closed it).
 struct EndOnDrop {
     shared: Arc<Shared>,
     id: String,
+    _share: Share,
 }
 
 impl Drop for EndOnDrop {
@@ -74,17 +89,22 @@ impl Drop for EndOnDrop {
     }
 }
 
-fn channel_body(endpoint: Bytes, queue: OutboundReceiver, close: CancellationToken, ended: EndOnDrop, keep_alive: std::time::Duration) -> Body {
+fn channel_body(endpoint: Bytes, queue: OutboundReceiver, close: CancellationToken, ended: EndOnDrop, keep_alive: std::time::Duration, lifetime: std::time::Duration) -> Body {
     let first = futures::stream::iter([Ok::<Bytes, std::convert::Infallible>(endpoint)]);
-    let rest = futures::stream::unfold((queue, close, ended), move |(mut queue, close, ended)| async move {
+    let expires = Box::pin(tokio::time::sleep(lifetime));
+    let rest = futures::stream::unfold((queue, close, ended, expires), move |(mut queue, close, ended, mut expires)| async move {
         let ticker = tokio::time::sleep(keep_alive);
         tokio::pin!(ticker);
         let event = tokio::select! {
             frame = queue.recv() => sse::message_event(None, &frame?.line),
             () = &mut ticker => sse::KEEP_ALIVE,
             () = close.cancelled() => return None,
+            () = expires.as_mut() => {
+                tracing::debug!(session = %ended.id, "an HTTP+SSE stream reached the longest a stream may stay open: its session ends");
+                return None;
+            }
         };
-        Some((Ok(event), (queue, close, ended)))
+        Some((Ok(event), (queue, close, ended, expires)))
     });
     Body::from_stream(first.chain(rest))
 }

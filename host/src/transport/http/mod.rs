@@ -7,18 +7,26 @@
 //! - `/healthz` (the process is up) and `/readyz` (plugins are loaded).
 //!
 //! Every request passes `guard.rs` first (Host and Origin against DNS rebinding, the bearer
-//! token). Connections are accepted here with `TCP_NODELAY`, a cap on open connections, a
-//! bound on header size and a deadline for reading them; bodies are capped by
-//! `HttpLimits::max_body`. On shutdown the listener stops accepting, in-flight calls get
-//! `HttpOptions::shutdown_grace` to finish, and every stream is closed cleanly.
+//! token). Connections are accepted here with `TCP_NODELAY`, a cap on open connections (held
+//! by an upgraded WebSocket until it closes), a per-client share of them (`peers.rs`), a bound
+//! on header size and a deadline for reading them; bodies are read whole within
+//! `HttpLimits::body_timeout` and capped by `HttpLimits::max_body` (`body.rs`). A few
+//! connections beyond the cap are kept for health checks: when every other slot is taken, or a
+//! client holds its whole share, a new connection is still accepted, answers `/healthz` and
+//! `/readyz`, and gets 503 for anything else. On shutdown the listener stops accepting,
+//! in-flight calls get `HttpOptions::shutdown_grace` to finish, and every stream is closed
+//! cleanly.
 
+mod body;
 mod guard;
 mod headers;
 mod legacy_sse;
+mod peers;
 mod sessions;
 mod sse;
 mod streamable;
 mod websocket;
+mod ws_frames;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -38,7 +46,16 @@ use tokio_util::task::TaskTracker;
 use crate::session::Server;
 
 pub use guard::{AccessError, AccessPolicy, BearerToken, TokenError};
+pub use peers::PeerLimits;
+use peers::{ClientKey, Kind, Peers, Share};
 use sessions::SessionTable;
+
+use crate::budget::Budget;
+
+/// Connections kept beyond `HttpLimits::max_connections` for health checks.
+pub const HEALTH_RESERVE: usize = 16;
+/// How long a health-check connection may take to send its head.
+const HEALTH_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Sizes and counts the listener holds to.
 #[derive(Debug, Clone)]
@@ -61,6 +78,12 @@ pub struct HttpLimits {
     pub head_timeout: Duration,
     /// Interval of SSE keep-alive comments and WebSocket pings.
     pub keep_alive: Duration,
+    /// How long a request body may take to arrive in full once its head is read, and a
+    /// WebSocket message once its first frame began.
+    pub body_timeout: Duration,
+    /// The longest a stream may stay open (a session's GET stream, an HTTP+SSE stream, a
+    /// 2026-07-28 `subscriptions/listen`): then it ends and its client reconnects.
+    pub max_stream_lifetime: Duration,
 }
 
 impl Default for HttpLimits {
@@ -75,6 +98,8 @@ impl Default for HttpLimits {
             replay_bytes: 4 << 20,
             head_timeout: Duration::from_secs(10),
             keep_alive: Duration::from_secs(15),
+            body_timeout: Duration::from_secs(30),
+            max_stream_lifetime: Duration::from_secs(60 * 60),
         }
     }
 }
@@ -88,6 +113,20 @@ pub struct HttpOptions {
     pub limits: HttpLimits,
     /// How long in-flight calls may run on after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// How much of the listener one client may hold.
+    pub peers: PeerLimits,
+    /// The process's memory budget for what clients make the host hold (the one the
+    /// sessions' `Server` charges too).
+    pub budget: Arc<Budget>,
+}
+
+impl HttpOptions {
+    /// Options with the default limits and fair shares, and the given access policy and budget.
+    pub fn new(access: AccessPolicy, budget: Arc<Budget>) -> HttpOptions {
+        let limits = HttpLimits::default();
+        let peers = PeerLimits::for_totals(limits.max_connections, limits.max_sessions);
+        HttpOptions { access, limits, shutdown_grace: Duration::from_secs(10), peers, budget }
+    }
 }
 
 /// What every handler shares.
@@ -100,6 +139,10 @@ struct Shared {
     shutdown: CancellationToken,
     /// Every request still being answered (WebSocket and HTTP+SSE channels included).
     work: TaskTracker,
+    /// What each client holds.
+    peers: Arc<Peers>,
+    /// The process's memory budget for clients.
+    budget: Arc<Budget>,
 }
 
 impl Shared {
@@ -137,8 +180,10 @@ impl HttpListener {
     /// The address cannot be bound.
     pub async fn bind(addr: SocketAddr, options: HttpOptions) -> std::io::Result<HttpListener> {
         let listener = TcpListener::bind(addr).await?;
-        let sessions = SessionTable::new(&options.limits);
-        let shared = Arc::new(Shared { server: OnceLock::new(), sessions, options, shutdown: CancellationToken::new(), work: TaskTracker::new() });
+        let sessions = SessionTable::new(&options.limits, &options.budget);
+        let peers = Peers::new(options.peers.clone());
+        let budget = Arc::clone(&options.budget);
+        let shared = Arc::new(Shared { server: OnceLock::new(), sessions, options, shutdown: CancellationToken::new(), work: TaskTracker::new(), peers, budget });
         Ok(HttpListener { listener, shared })
     }
 
@@ -160,13 +205,19 @@ impl HttpListener {
     pub async fn run(self, stop: CancellationToken) {
         let HttpListener { listener, shared } = self;
         let routes = routes(Arc::clone(&shared));
+        let health_routes = health_routes(Arc::clone(&shared));
         let reaper = tokio::spawn(sessions::reap(Arc::clone(&shared)));
         let slots = Arc::new(Semaphore::new(shared.options.limits.max_connections.max(1)));
+        let health = Arc::new(Semaphore::new(HEALTH_RESERVE));
         let connections = TaskTracker::new();
         let close_connections = CancellationToken::new();
         loop {
-            let permit = tokio::select! {
-                permit = Arc::clone(&slots).acquire_owned() => match permit { Ok(permit) => permit, Err(_) => break },
+            // A slot first (past every slot, connections wait in the kernel's backlog): one of
+            // the cap, or else one kept for health checks.
+            let slot = tokio::select! {
+                biased;
+                permit = Arc::clone(&slots).acquire_owned() => match permit { Ok(permit) => Slot::Full(permit), Err(_) => break },
+                permit = Arc::clone(&health).acquire_owned() => match permit { Ok(permit) => Slot::Health(permit), Err(_) => break },
                 () = stop.cancelled() => break,
             };
             let accepted = tokio::select! {
@@ -185,7 +236,35 @@ impl HttpListener {
             if let Err(err) = socket.set_nodelay(true) {
                 tracing::debug!(error = %err, "cannot set TCP_NODELAY");
             }
-            let service = hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))));
+            // A client holding its whole share is served as a health check only; so is any
+            // connection beyond the cap.
+            let held = match slot {
+                Slot::Full(permit) if shared.peers.is_trusted_proxy(peer.ip()) => Ok(Held { _slot: permit, _share: None }),
+                Slot::Full(permit) => match shared.peers.take(ClientKey::of(peer.ip()), Kind::Connection) {
+                    Ok(share) => Ok(Held { _slot: permit, _share: Some(share) }),
+                    Err(over) => {
+                        drop(permit);
+                        refused_connection(&peer, &over.to_string());
+                        Err(Arc::clone(&health).try_acquire_owned().ok())
+                    }
+                },
+                Slot::Health(permit) => {
+                    refused_connection(&peer, "every connection slot is taken");
+                    Err(Some(permit))
+                }
+            };
+            let held = match held {
+                Ok(held) => held,
+                Err(Some(permit)) => {
+                    serve_health(&connections, &health_routes, socket, peer, permit, &close_connections);
+                    continue;
+                }
+                Err(None) => continue,
+            };
+            let held = ConnectionHeld(Arc::new(held));
+            let service = hyper_util::service::TowerToHyperService::new(
+                routes.clone().layer(axum::Extension(guard::Peer(peer))).layer(axum::Extension(held.clone())),
+            );
             let mut http = hyper::server::conn::http1::Builder::new();
             http.max_buf_size(shared.options.limits.max_head.max(8192))
                 .max_headers(100)
@@ -193,7 +272,8 @@ impl HttpListener {
                 .timer(hyper_util::rt::TokioTimer::new());
             let close = close_connections.clone();
             connections.spawn(async move {
-                let _permit = permit;
+                // An upgraded WebSocket holds a clone of this until it closes.
+                let _held = held;
                 let connection = http.serve_connection(TokioIo::new(socket), service).with_upgrades();
                 tokio::pin!(connection);
                 let outcome = tokio::select! {
@@ -229,6 +309,67 @@ impl HttpListener {
     }
 }
 
+/// Which kind of slot a connection is accepted into.
+enum Slot {
+    Full(tokio::sync::OwnedSemaphorePermit),
+    Health(tokio::sync::OwnedSemaphorePermit),
+}
+
+/// What a served connection holds: its slot of the cap and its client's share.
+struct Held {
+    _slot: tokio::sync::OwnedSemaphorePermit,
+    _share: Option<Share>,
+}
+
+/// The connection a request came on: a WebSocket keeps it (and so its slot) after the upgrade.
+#[derive(Clone)]
+pub(super) struct ConnectionHeld(#[allow(dead_code)] Arc<Held>);
+
+/// Logs a connection served as a health check only; at most one line a second.
+fn refused_connection(peer: &SocketAddr, why: &str) {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let refused = REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if LAST.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
+        tracing::warn!(%peer, refused, "a connection is served for health checks only: {why}");
+    }
+}
+
+/// Serves one connection that may only ask `/healthz` or `/readyz`: a short deadline for its
+/// head, one request, then closed.
+fn serve_health(connections: &TaskTracker, routes: &Routes, socket: tokio::net::TcpStream, peer: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit, close: &CancellationToken) {
+    let service = hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.max_buf_size(8192).max_headers(32).keep_alive(false).header_read_timeout(HEALTH_HEAD_TIMEOUT).timer(hyper_util::rt::TokioTimer::new());
+    let close = close.clone();
+    connections.spawn(async move {
+        let _permit = permit;
+        let connection = http.serve_connection(TokioIo::new(socket), service);
+        tokio::pin!(connection);
+        let outcome = tokio::select! {
+            outcome = connection.as_mut() => outcome,
+            () = close.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                connection.await
+            }
+        };
+        if let Err(err) = outcome {
+            tracing::debug!(%peer, error = %err, "a health-check connection ended with an error");
+        }
+    });
+}
+
+/// The routes of a connection served for health checks only.
+fn health_routes(shared: Arc<Shared>) -> Routes {
+    Routes::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .fallback(|| async { guard::refusal(StatusCode::SERVICE_UNAVAILABLE, "the server holds as many connections as it allows (from you, or in all); retry later") })
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::check))
+        .with_state(shared)
+}
+
 fn routes(shared: Arc<Shared>) -> Routes {
     let max_body = shared.options.limits.max_body;
     Routes::new()
@@ -238,7 +379,9 @@ fn routes(shared: Arc<Shared>) -> Routes {
         .route("/ws", any(websocket::upgrade))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), body::read_whole))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::check))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), peers::identify))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
 }

@@ -6,7 +6,10 @@
 //! in flight), or at shutdown; its id is then unknown (404) and its running requests are
 //! cancelled. A Streamable HTTP session keeps stream 0 (the GET stream, fed by the session's own
 //! queue) and one stream per POST answered with SSE; at most `MAX_LIVE_STREAMS` of those are
-//! open, and the `RETAINED_STREAMS` newest finished ones are kept for replay.
+//! open, and the `RETAINED_STREAMS` newest finished ones are kept for replay, unless the
+//! process's memory budget is running low: then a finished stream is dropped at once, before
+//! anything else has to be refused. Each session is one of its client's session shares
+//! (`peers.rs`), given back when it ends.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -14,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::peers::Share;
 use super::sse::{ReplayLimits, ResumableStream};
+use crate::budget::Budget;
 use super::{HttpLimits, Shared};
 use crate::session::Session;
 
@@ -45,6 +50,9 @@ pub(super) struct HttpSession {
     /// Cancelled when the session ends or shutdown begins: streams that wait for news close.
     pub(super) idle_streams: CancellationToken,
     limits: ReplayLimits,
+    budget: Arc<Budget>,
+    /// The client's session share, given back when the session ends.
+    share: Mutex<Option<Share>>,
 }
 
 #[derive(Debug, Default)]
@@ -85,7 +93,7 @@ impl HttpSession {
             return Err(TooManyStreams);
         }
         streams.next += 1;
-        let stream = ResumableStream::new(streams.next, self.limits);
+        let stream = ResumableStream::new(streams.next, self.limits, &self.budget);
         streams.live.insert(stream.id(), Arc::clone(&stream));
         Ok(stream)
     }
@@ -95,8 +103,14 @@ impl HttpSession {
         let mut streams = self.streams();
         if streams.live.remove(&stream.id()).is_some() {
             streams.finished.push_back(Arc::clone(stream));
-            while streams.finished.len() > RETAINED_STREAMS {
+            // With less than a quarter of the budget left, finished streams are the first thing
+            // given up: a client that comes back for one is told it is gone.
+            let keep = if self.budget.is_low(0.25) { 0 } else { RETAINED_STREAMS };
+            while streams.finished.len() > keep {
                 streams.finished.pop_front();
+                if keep == 0 {
+                    FINISHED_DROPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
     }
@@ -113,6 +127,7 @@ impl HttpSession {
     }
 
     fn end(&self) {
+        self.share.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.ended.cancel();
         self.idle_streams.cancel();
         self.session.close();
@@ -130,7 +145,11 @@ pub(super) struct SessionTable {
     max: usize,
     idle: Duration,
     limits: ReplayLimits,
+    budget: Arc<Budget>,
 }
+
+/// Finished streams dropped, process-wide, because the memory budget ran low.
+pub(super) static FINISHED_DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The cap on sessions is reached.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
@@ -138,12 +157,13 @@ pub(super) struct SessionTable {
 pub(super) struct SessionsFull;
 
 impl SessionTable {
-    pub(super) fn new(limits: &HttpLimits) -> SessionTable {
+    pub(super) fn new(limits: &HttpLimits, budget: &Arc<Budget>) -> SessionTable {
         SessionTable {
             sessions: Mutex::new(HashMap::new()),
             max: limits.max_sessions,
             idle: limits.session_idle,
             limits: ReplayLimits { events: limits.replay_events, bytes: limits.replay_bytes },
+            budget: Arc::clone(budget),
         }
     }
 
@@ -151,13 +171,13 @@ impl SessionTable {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a new session around `session`, with its GET stream for Streamable HTTP.
-    /// `shutdown` closes its idle streams.
-    pub(super) fn create(&self, session: Arc<Session>, flavor: Flavor, shutdown: &CancellationToken) -> Result<Arc<HttpSession>, SessionsFull> {
+    /// Registers a new session around `session`, with its GET stream for Streamable HTTP; it
+    /// holds `share` (its client's) until it ends. `shutdown` closes its idle streams.
+    pub(super) fn create(&self, session: Arc<Session>, flavor: Flavor, shutdown: &CancellationToken, share: Share) -> Result<Arc<HttpSession>, SessionsFull> {
         let id = new_id().map_err(|_| SessionsFull)?;
         let mut streams = Streams::default();
         if flavor == Flavor::Streamable {
-            streams.live.insert(0, ResumableStream::new(0, self.limits));
+            streams.live.insert(0, ResumableStream::new(0, self.limits, &self.budget));
         }
         let http = Arc::new(HttpSession {
             id: id.clone(),
@@ -168,6 +188,8 @@ impl SessionTable {
             ended: CancellationToken::new(),
             idle_streams: shutdown.child_token(),
             limits: self.limits,
+            budget: Arc::clone(&self.budget),
+            share: Mutex::new(Some(share)),
         });
         let mut sessions = self.lock();
         if sessions.len() >= self.max {
@@ -226,6 +248,7 @@ pub(super) async fn reap(shared: Arc<Shared>) {
     loop {
         ticks.tick().await;
         shared.sessions.expire();
+        shared.peers.forget_idle();
     }
 }
 

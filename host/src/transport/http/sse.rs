@@ -5,12 +5,14 @@
 //! what the session sends is logged whether or not a client is connected; a client that drops
 //! the connection and comes back with the id of the last event it saw gets everything after it
 //! from the log, then the live events. The log is bounded in events and bytes (the newest event
-//! is always kept); an event pushed out of it cannot be replayed.
+//! is always kept), and its events are charged to the process's memory budget: when that is
+//! spent, a log gives up its oldest events first; an event pushed out of it cannot be replayed.
 //!
 //! Event ids are `<stream>-<seq>`: unique across the streams of a session, and naming the
 //! stream they belong to.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +24,12 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::peers::Share;
+use crate::budget::{Budget, Charge};
 use crate::session::{Frame, FrameKind, OutboundReceiver};
+
+/// Replay events given up, process-wide, because the memory budget was spent.
+pub(super) static REPLAY_EVICTED: AtomicU64 = AtomicU64::new(0);
 
 /// Events waiting for a slow client on one connection; the pump waits for room beyond that.
 const LIVE_QUEUE: usize = 32;
@@ -78,10 +85,15 @@ pub(super) fn response(body: Body) -> Response {
 }
 
 /// A body of `replay` then the `live` events, with keep-alive comments while it is idle. It ends
-/// when `live` ends, or when `stop` is cancelled.
-pub(super) fn body(replay: Vec<Bytes>, live: Option<mpsc::Receiver<Bytes>>, keep_alive: Duration, stop: Option<CancellationToken>) -> Body {
+/// when `live` ends, when `stop` is cancelled, or when `lifetime` (how long it may stay open,
+/// and the client share it holds meanwhile) runs out; a client resumes it with `Last-Event-ID`.
+pub(super) fn body(replay: Vec<Bytes>, live: Option<mpsc::Receiver<Bytes>>, keep_alive: Duration, stop: Option<CancellationToken>, lifetime: Option<(Duration, Share)>) -> Body {
     let replay = futures::stream::iter(replay.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
-    let live = futures::stream::unfold((live, stop), move |(live, stop)| async move {
+    let (expires, share) = match lifetime {
+        Some((lifetime, share)) => (Some(Box::pin(tokio::time::sleep(lifetime))), Some(share)),
+        None => (None, None),
+    };
+    let live = futures::stream::unfold((live, stop, expires, share), move |(live, stop, mut expires, share)| async move {
         let mut live = live?;
         let ticker = tokio::time::sleep(keep_alive);
         tokio::pin!(ticker);
@@ -89,10 +101,22 @@ pub(super) fn body(replay: Vec<Bytes>, live: Option<mpsc::Receiver<Bytes>>, keep
             next = live.recv() => next?,
             () = &mut ticker => KEEP_ALIVE,
             () = cancelled(stop.as_ref()) => return None,
+            () = expired(expires.as_mut()) => {
+                tracing::debug!("an SSE stream reached the longest a stream may stay open: it ends, and its client may resume it");
+                return None;
+            }
         };
-        Some((Ok(next), (Some(live), stop)))
+        Some((Ok(next), (Some(live), stop, expires, share)))
     });
     Body::from_stream(replay.chain(live))
+}
+
+/// Waits for `sleep`, or forever without one.
+pub(super) async fn expired(sleep: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>) {
+    match sleep {
+        Some(sleep) => sleep.as_mut().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Waits for `token`, or forever without one.
@@ -132,12 +156,13 @@ pub(super) struct ReplayLimits {
 pub(super) struct ResumableStream {
     id: u64,
     limits: ReplayLimits,
+    budget: Arc<Budget>,
     state: Mutex<Log>,
 }
 
 #[derive(Debug, Default)]
 struct Log {
-    events: VecDeque<(u64, Bytes)>,
+    events: VecDeque<(u64, Bytes, Charge)>,
     bytes: usize,
     next_seq: u64,
     /// The newest event handed to a connected client.
@@ -147,8 +172,8 @@ struct Log {
 }
 
 impl ResumableStream {
-    pub(super) fn new(id: u64, limits: ReplayLimits) -> Arc<ResumableStream> {
-        Arc::new(ResumableStream { id, limits, state: Mutex::new(Log::default()) })
+    pub(super) fn new(id: u64, limits: ReplayLimits, budget: &Arc<Budget>) -> Arc<ResumableStream> {
+        Arc::new(ResumableStream { id, limits, budget: Arc::clone(budget), state: Mutex::new(Log::default()) })
     }
 
     pub(super) fn id(&self) -> u64 {
@@ -169,10 +194,24 @@ impl ResumableStream {
     }
 
     fn push(&self, log: &mut Log, seq: u64, event: Bytes) {
+        // Over the process's budget, this log gives up its oldest events for the new one; the
+        // newest event is always kept (its request was admitted).
+        let charge = loop {
+            match self.budget.charge(event.len()) {
+                Ok(charge) => break charge,
+                Err(_) if !log.events.is_empty() => {
+                    if let Some((_, old, _)) = log.events.pop_front() {
+                        log.bytes -= old.len();
+                        REPLAY_EVICTED.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(_) => break self.budget.force(event.len()),
+            }
+        };
         log.bytes += event.len();
-        log.events.push_back((seq, event));
+        log.events.push_back((seq, event, charge));
         while log.events.len() > 1 && (log.events.len() > self.limits.events || log.bytes > self.limits.bytes) {
-            if let Some((_, old)) = log.events.pop_front() {
+            if let Some((_, old, _)) = log.events.pop_front() {
                 log.bytes -= old.len();
             }
         }
@@ -216,8 +255,8 @@ impl ResumableStream {
     pub(super) fn attach(&self, after: Option<u64>) -> (Vec<Bytes>, Option<mpsc::Receiver<Bytes>>) {
         let mut log = self.lock();
         let from = after.or(log.delivered);
-        let replay: Vec<Bytes> = log.events.iter().filter(|(seq, _)| from.is_none_or(|from| *seq > from)).map(|(_, e)| e.clone()).collect();
-        if let Some((last, _)) = log.events.back() {
+        let replay: Vec<Bytes> = log.events.iter().filter(|(seq, _, _)| from.is_none_or(|from| *seq > from)).map(|(_, e, _)| e.clone()).collect();
+        if let Some((last, _, _)) = log.events.back() {
             log.delivered = Some(*last);
         }
         if log.ended {
@@ -277,7 +316,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_comes_back_gets_what_it_missed_then_the_live_events() {
-        let stream = ResumableStream::new(7, limits());
+        let stream = ResumableStream::new(7, limits(), &Budget::unlimited());
         let (_, first) = stream.attach(None);
         let mut first = first.expect("live");
         stream.append("a").await;
@@ -295,7 +334,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_an_event_id_a_client_gets_what_no_client_was_given() {
-        let stream = ResumableStream::new(0, limits());
+        let stream = ResumableStream::new(0, limits(), &Budget::unlimited());
         stream.append("queued while nobody listened").await;
         let (replay, _live) = stream.attach(None);
         assert_eq!(replay.len(), 1);
@@ -305,7 +344,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_log_is_bounded_and_keeps_the_newest_events() {
-        let stream = ResumableStream::new(1, limits());
+        let stream = ResumableStream::new(1, limits(), &Budget::unlimited());
         for n in 0..10 {
             stream.append(&n.to_string()).await;
         }
@@ -313,7 +352,7 @@ mod tests {
         let replay: Vec<String> = replay.into_iter().map(|e| String::from_utf8(e.to_vec()).expect("utf-8")).collect();
         assert_eq!(replay.len(), 3, "{replay:?}");
         assert!(replay[2].contains("data: 9"));
-        let big = ResumableStream::new(2, ReplayLimits { events: 100, bytes: 10 });
+        let big = ResumableStream::new(2, ReplayLimits { events: 100, bytes: 10 }, &Budget::unlimited());
         big.append("much more than ten bytes").await;
         big.append("and another one").await;
         let (replay, _) = big.attach(None);
@@ -321,8 +360,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn over_the_process_budget_a_log_gives_up_its_oldest_events_and_keeps_the_newest() {
+        let budget = Budget::new(crate::budget::MIN_BUDGET);
+        let stream = ResumableStream::new(5, ReplayLimits { events: 100, bytes: usize::MAX }, &budget);
+        let quarter = "q".repeat(crate::budget::MIN_BUDGET / 4);
+        for _ in 0..3 {
+            stream.append(&quarter).await;
+        }
+        let before = REPLAY_EVICTED.load(Ordering::Relaxed);
+        let other = budget.charge(crate::budget::MIN_BUDGET / 4 - 1024).expect("the last quarter");
+        stream.append(&quarter).await;
+        assert!(REPLAY_EVICTED.load(Ordering::Relaxed) > before, "the oldest event made room");
+        assert!(budget.used() <= budget.limit(), "the log stayed within the budget: {} of {}", budget.used(), budget.limit());
+        drop(other);
+        let (replay, _) = stream.attach(None);
+        assert_eq!(replay.len(), 3, "event 0 was given up for event 3");
+        assert!(replay[0].starts_with(b"id: 5-1\n"), "{:?}", &replay[0][..10]);
+        drop(stream);
+        assert_eq!(budget.used(), 0, "a dropped log gives back all it held");
+    }
+
+    #[tokio::test]
     async fn an_ended_stream_replays_and_closes() {
-        let stream = ResumableStream::new(3, limits());
+        let stream = ResumableStream::new(3, limits(), &Budget::unlimited());
         stream.prime();
         stream.append("reply").await;
         stream.end();
@@ -331,7 +391,7 @@ mod tests {
         assert_eq!(replay.len(), 1);
         let (replay, _) = stream.attach(None);
         assert_eq!(replay.len(), 0);
-        let fresh = ResumableStream::new(4, limits());
+        let fresh = ResumableStream::new(4, limits(), &Budget::unlimited());
         fresh.prime();
         let (replay, _) = fresh.attach(None);
         assert_eq!(replay, vec![Bytes::from(format!("id: 4-0\nretry: {RETRY_MS}\ndata: \n\n"))]);

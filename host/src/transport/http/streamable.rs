@@ -20,18 +20,19 @@
 use std::sync::{Arc, Weak};
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::guard::refusal;
 use super::headers::{self, PROTOCOL_VERSION};
+use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
 use crate::jsonrpc;
 use crate::session::{
-    Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound,
+    Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound_charged,
 };
 
 const SESSION_ID: &str = "mcp-session-id";
@@ -50,7 +51,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// POST /mcp.
-pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): Extension<ClientKey>, headers: HeaderMap, body: Bytes) -> Response {
     let server = match shared.server() {
         Ok(server) => server,
         Err(response) => return response,
@@ -72,7 +73,7 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
     let version = header_str(&headers, PROTOCOL_VERSION);
     let modern_message = value.as_object().and_then(|m| m.get("params")).and_then(Value::as_object).is_some_and(|p| is_modern(Some(p)));
     if modern_message || (session_id.is_none() && version.is_some_and(|v| !LEGACY_VERSIONS.contains(&v))) {
-        return stateless(&shared, server, &headers, value, accepts).await;
+        return stateless(&shared, server, &headers, value, accepts, client).await;
     }
     if let Some(id) = session_id {
         let Some(http) = shared.sessions.get(id, Flavor::Streamable) else {
@@ -87,8 +88,15 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
         return session_post(&shared, &http, value, accepts, false).await;
     }
     if value.get("method").and_then(Value::as_str) == Some("initialize") && value.get("id").is_some() {
-        let (out, queue) = outbound(SESSION_QUEUE);
-        let http = match shared.sessions.create(Session::new(server, out), Flavor::Streamable, &shared.shutdown) {
+        if let Err(refused) = peers::may_open_session(&shared, client) {
+            return refused;
+        }
+        let share = match peers::take_or_refuse(&shared, client, Kind::Session) {
+            Ok(share) => share,
+            Err(refused) => return refused,
+        };
+        let (out, queue) = outbound_charged(SESSION_QUEUE, server.budget());
+        let http = match shared.sessions.create(Session::new(server, out), Flavor::Streamable, &shared.shutdown, share) {
             Ok(http) => http,
             Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
         };
@@ -115,7 +123,7 @@ fn holds_request(value: &Value) -> bool {
 /// A POST of a legacy session.
 async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Value, accepts: Accepts, initialize: bool) -> Response {
     let has_request = holds_request(&value);
-    let (out, mut queue) = outbound(POST_QUEUE);
+    let (out, mut queue) = outbound_charged(POST_QUEUE, &shared.budget);
     http.session.handle_value_on(value, out).await;
     if !has_request {
         return StatusCode::ACCEPTED.into_response();
@@ -146,7 +154,7 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
             });
             attached
         };
-        sse::response(sse::body(replay, live, shared.options.limits.keep_alive, None))
+        sse::response(sse::body(replay, live, shared.options.limits.keep_alive, None, None))
     } else {
         match reply_only(&mut queue).await {
             Some(frame) => json_reply(StatusCode::OK, frame.line),
@@ -170,15 +178,24 @@ async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
 }
 
 /// A stateless 2026-07-28 request.
-async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts) -> Response {
+async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts, client: ClientKey) -> Response {
     if let Some(message) = value.as_object()
         && let Err(error) = headers::check(headers, message, &server.router())
     {
         let id = message.get("id").and_then(jsonrpc::Id::from_value);
         return json_reply(StatusCode::BAD_REQUEST, jsonrpc::error_line(id.as_ref(), &error));
     }
+    // A listen request is a stream that stays open: one of its client's stream shares.
+    let stream_share = if value.get("method").and_then(Value::as_str) == Some("subscriptions/listen") {
+        match peers::take_or_refuse(shared, client, Kind::Stream) {
+            Ok(share) => Some(share),
+            Err(refused) => return refused,
+        }
+    } else {
+        None
+    };
     let has_request = holds_request(&value);
-    let (out, mut queue) = outbound(POST_QUEUE);
+    let (out, mut queue) = outbound_charged(POST_QUEUE, server.budget());
     let session = Session::stateless(server, out.clone());
     session.handle_value_on(value, out).await;
     if !has_request {
@@ -205,12 +222,12 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMa
             None => refusal(StatusCode::INTERNAL_SERVER_ERROR, "the request ended without a reply"),
         };
     }
-    sse::response(ephemeral_body(first, queue, guard, shared))
+    sse::response(ephemeral_body(first, queue, guard, shared, stream_share))
 }
 
 /// The SSE body of a stateless request: its messages, then its reply; no ids (2026-07-28 has no
 /// resumption). At shutdown a listen request is told to close (its closing result ends it).
-fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, shared: &Arc<Shared>) -> Body {
+fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, shared: &Arc<Shared>, share: Option<Share>) -> Body {
     struct State {
         first: Option<Frame>,
         queue: OutboundReceiver,
@@ -218,9 +235,14 @@ fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, sh
         stop: tokio_util::sync::CancellationToken,
         stopping: bool,
         done: bool,
+        /// When the stream has been open as long as a stream may be: a listen request is told
+        /// to close then, as at shutdown.
+        expires: std::pin::Pin<Box<tokio::time::Sleep>>,
+        _share: Option<Share>,
     }
     let keep_alive = shared.options.limits.keep_alive;
-    let state = State { first: Some(first), queue, guard, stop: shared.shutdown.clone(), stopping: false, done: false };
+    let expires = Box::pin(tokio::time::sleep(shared.options.limits.max_stream_lifetime));
+    let state = State { first: Some(first), queue, guard, stop: shared.shutdown.clone(), stopping: false, done: false, expires, _share: share };
     Body::from_stream(futures::stream::unfold(state, move |mut state| async move {
         if state.done {
             state.guard.disarm();
@@ -242,6 +264,13 @@ fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, sh
                     () = &mut ticker => return Some((Ok::<Bytes, std::convert::Infallible>(sse::KEEP_ALIVE), state)),
                     () = state.stop.cancelled(), if !state.stopping => {
                         state.stopping = true;
+                        if let Some(session) = state.guard.0.upgrade() {
+                            session.end_of_input();
+                        }
+                    }
+                    () = &mut state.expires, if !state.stopping => {
+                        state.stopping = true;
+                        tracing::debug!("a streamed 2026-07-28 reply reached the longest a stream may stay open: it is told to close");
                         if let Some(session) = state.guard.0.upgrade() {
                             session.end_of_input();
                         }
@@ -284,7 +313,7 @@ fn modern_status(code: i64) -> StatusCode {
 }
 
 /// GET /mcp: the session's own stream, or any of its streams resumed after `Last-Event-ID`.
-pub(super) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+pub(super) async fn get(State(shared): State<Arc<Shared>>, Extension(client): Extension<ClientKey>, headers: HeaderMap) -> Response {
     if let Err(response) = shared.server() {
         return response;
     }
@@ -315,10 +344,14 @@ pub(super) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
             None => return refusal(StatusCode::NOT_FOUND, "session not found"),
         },
     };
+    let share = match peers::take_or_refuse(&shared, client, Kind::Stream) {
+        Ok(share) => share,
+        Err(refused) => return refused,
+    };
     // The session's own stream closes at shutdown; a request's stream ends with its reply.
     let stop = if stream.id() == 0 { http.idle_streams.clone() } else { http.ended.clone() };
     let (replay, live) = stream.attach(after);
-    sse::response(sse::body(replay, live, keep_alive, Some(stop)))
+    sse::response(sse::body(replay, live, keep_alive, Some(stop), Some((shared.options.limits.max_stream_lifetime, share))))
 }
 
 /// DELETE /mcp: ends the session.

@@ -3,35 +3,58 @@
 //! Subprotocol `mcp` (a client that offers others but not `mcp` is refused); one JSON-RPC
 //! message per text frame, each way; the connection is one session, in either era per message.
 //! Frames and messages are capped at `HttpLimits::max_body`; a larger one closes the connection.
-//! The server pings every `HttpLimits::keep_alive` and closes a connection that has sent nothing
-//! (not even a pong) for three intervals. When the client goes away its requests are cancelled;
-//! at shutdown the server stops reading, lets requests answer within the grace period, and
-//! closes with 1001.
+//! A message must arrive whole within `HttpLimits::body_timeout` of its first frame, whatever
+//! pings and pongs come between its fragments (`ws_frames.rs` follows the frames under the
+//! library), and the bytes of a message being received are charged to the memory budget; a
+//! message over either closes the connection with 1008. The server pings every
+//! `HttpLimits::keep_alive` and closes a connection that has sent nothing (not even a pong) for
+//! three intervals. The upgraded connection keeps its slot of `--max-connections` (and its
+//! client's share) until it closes. When the client goes away its requests are cancelled; at
+//! shutdown the server stops reading, lets requests answer within the grace period, and closes
+//! with 1001.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
 use futures::{SinkExt, StreamExt};
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
-use super::Shared;
 use super::guard::refusal;
 use super::streamable::SESSION_QUEUE;
+use super::ws_frames::{MessageWatch, Watched};
+use super::{ConnectionHeld, Shared};
 use crate::jsonrpc::{self, ErrorObject};
-use crate::session::{Server, Session, outbound};
+use crate::session::{Server, Session, outbound_charged};
 
 const SUBPROTOCOL: &str = "mcp";
 /// How long the writer may take to flush and close once the session is done.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// GET /ws: the upgrade.
-pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, headers: HeaderMap, upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>) -> Response {
-    let upgrade = match upgrade {
-        Ok(upgrade) => upgrade,
-        Err(rejection) => return rejection.into_response(),
+/// GET /ws: the upgrade (RFC 6455 §4.2).
+pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Request) -> Response {
+    let headers = request.headers();
+    if request.method() != Method::GET {
+        return refusal(StatusCode::METHOD_NOT_ALLOWED, "a WebSocket opens with GET");
+    }
+    let token_in = |name: header::HeaderName, token: &str| {
+        headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if !token_in(header::CONNECTION, "upgrade") || !token_in(header::UPGRADE, "websocket") {
+        return refusal(StatusCode::BAD_REQUEST, "`/ws` takes a WebSocket upgrade (Connection: upgrade, Upgrade: websocket)");
+    }
+    if headers.get(header::SEC_WEBSOCKET_VERSION).is_none_or(|v| v.as_bytes() != b"13") {
+        return refusal(StatusCode::BAD_REQUEST, "Sec-WebSocket-Version must be 13");
+    }
+    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).map(|k| k.as_bytes().to_vec()) else {
+        return refusal(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key is missing");
     };
     let server = match shared.server() {
         Ok(server) => server,
@@ -47,20 +70,61 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, headers: HeaderMa
     if !offered.is_empty() && !offered.contains(&SUBPROTOCOL) {
         return refusal(StatusCode::BAD_REQUEST, "the WebSocket subprotocol must be `mcp`");
     }
-    let max = shared.options.limits.max_body;
-    upgrade
-        .protocols([SUBPROTOCOL])
-        .max_message_size(max)
-        .max_frame_size(max)
-        .on_upgrade(move |socket| {
-            let work = shared.work.clone();
-            work.track_future(serve(shared, server, socket))
-        })
+    let chose_mcp = !offered.is_empty();
+    let Some(on_upgrade) = request.extensions_mut().remove::<hyper::upgrade::OnUpgrade>() else {
+        return refusal(StatusCode::UPGRADE_REQUIRED, "this connection cannot be upgraded");
+    };
+    // The connection's slot and its client's share stay held while the socket is open.
+    let held = request.extensions().get::<ConnectionHeld>().cloned();
+    let work = shared.work.clone();
+    work.spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(upgraded) => upgraded,
+            Err(err) => {
+                tracing::debug!(error = %err, "a WebSocket upgrade failed");
+                return;
+            }
+        };
+        let max = shared.options.limits.max_body;
+        let config = WebSocketConfig::default().max_message_size(Some(max)).max_frame_size(Some(max));
+        let watch = Arc::new(MessageWatch::default());
+        let io = Watched::new(TokioIo::new(upgraded), Arc::clone(&watch), Arc::clone(&shared.budget));
+        let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+        serve(shared, server, socket, watch).await;
+        drop(held);
+    });
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key)) {
+        headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    if chose_mcp {
+        headers.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+    }
+    response
 }
 
-async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
+/// How long the read loop waits for the next frame: until the client has been silent too long,
+/// or until the message it is half-way through is due, whichever comes first.
+fn next_wait(silence: Duration, message_deadline: Duration, watch: &MessageWatch) -> (Duration, bool) {
+    match watch.started() {
+        Some(started) => {
+            let left = message_deadline.saturating_sub(started.elapsed());
+            if left < silence { (left, true) } else { (silence, false) }
+        }
+        None => (silence, false),
+    }
+}
+
+async fn serve<T>(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocketStream<T>, watch: Arc<MessageWatch>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (mut sink, mut frames) = socket.split();
-    let (out, mut queue) = outbound(SESSION_QUEUE);
+    let (out, mut queue) = outbound_charged(SESSION_QUEUE, server.budget());
     let session = Session::new(server, out);
     let keep_alive = shared.options.limits.keep_alive;
     let (close_tx, mut close_rx) = tokio::sync::oneshot::channel::<CloseFrame>();
@@ -75,7 +139,7 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
                 close = &mut close_rx => break close.ok(),
                 frame = queue.recv() => match frame {
                     Some(frame) => {
-                        if sink.send(Message::Text(frame.line.into())).await.is_err() {
+                        if sink.send(Message::text(frame.line)).await.is_err() {
                             return;
                         }
                     }
@@ -91,18 +155,21 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
         // Whatever is still queued goes out before the close frame: the queue ends once the
         // session and its request tasks are gone.
         while let Some(frame) = queue.recv().await {
-            if sink.send(Message::Text(frame.line.into())).await.is_err() {
+            if sink.send(Message::text(frame.line)).await.is_err() {
                 return;
             }
         }
-        let close = close.unwrap_or(CloseFrame { code: close_code::NORMAL, reason: "".into() });
+        let close = close.unwrap_or(CloseFrame { code: CloseCode::Normal, reason: "".into() });
         let _ = sink.send(Message::Close(Some(close))).await;
         let _ = sink.close().await;
     });
     let silence = keep_alive * 3;
+    let message_deadline = shared.options.limits.body_timeout;
+    let mut policy_close = None;
     let shutting_down = loop {
+        let (wait, message_due) = next_wait(silence, message_deadline, &watch);
         let next = tokio::select! {
-            next = tokio::time::timeout(silence, frames.next()) => next,
+            next = tokio::time::timeout(wait, frames.next()) => next,
             () = shared.shutdown.cancelled() => break true,
         };
         match next {
@@ -111,10 +178,16 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
                 let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "binary frames are not accepted: send each JSON-RPC message as a text frame");
                 session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
             }
-            Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {}
+            Ok(Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)))) => {}
             Ok(Some(Ok(Message::Close(_))) | None) => break false,
             Ok(Some(Err(err))) => {
-                tracing::info!(error = %err, "a WebSocket connection failed (a frame or message over the size limit closes it)");
+                tracing::info!(error = %err, "a WebSocket connection failed (a frame or message over the size limit, or over the memory budget, closes it)");
+                policy_close = Some("message too large for the server");
+                break false;
+            }
+            Err(_) if message_due => {
+                tracing::warn!(deadline = ?message_deadline, "a WebSocket client did not finish a message within the deadline: closing");
+                policy_close = Some("message not completed in time");
                 break false;
             }
             Err(_) => {
@@ -126,10 +199,14 @@ async fn serve(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocket) {
     if shutting_down {
         session.end_of_input();
         session.drain(shared.options.shutdown_grace).await;
-        let _ = close_tx.send(CloseFrame { code: close_code::AWAY, reason: "server shutting down".into() });
+        let _ = close_tx.send(CloseFrame { code: CloseCode::Away, reason: "server shutting down".into() });
     } else {
         session.close();
-        let _ = close_tx.send(CloseFrame { code: close_code::NORMAL, reason: "".into() });
+        let close = match policy_close {
+            Some(reason) => CloseFrame { code: CloseCode::Policy, reason: reason.into() },
+            None => CloseFrame { code: CloseCode::Normal, reason: "".into() },
+        };
+        let _ = close_tx.send(close);
     }
     drop(session);
     let mut writer = writer;

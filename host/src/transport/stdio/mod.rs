@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
 
-use crate::session::{Frame, OutboundLimits, OutboundReceiver, Server, Session, outbound};
+use crate::session::{Frame, OutboundLimits, OutboundReceiver, Server, Session, outbound_charged};
 
 mod reactor_fd;
 
@@ -150,7 +150,7 @@ async fn serve_on_threads(server: Arc<Server>) -> std::io::Result<()> {
         }
         splitter.finish(&mut emit);
     })?;
-    let (out_tx, mut out_rx) = outbound(OutboundLimits::default());
+    let (out_tx, mut out_rx) = outbound_charged(OutboundLimits::default(), server.budget());
     let (done_tx, done_rx) = oneshot::channel();
     std::thread::Builder::new().name("paddock-stdout".into()).spawn(move || {
         let stdout = std::io::stdout();
@@ -214,7 +214,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out_tx, out_rx) = outbound(OutboundLimits::default());
+    let (out_tx, out_rx) = outbound_charged(OutboundLimits::default(), server.budget());
     let writer = tokio::spawn(write_lines(out_rx, output));
     let session = Session::new(server, out_tx);
     // Lines are handed to the session as they are read, on this task: no queue, no hop.

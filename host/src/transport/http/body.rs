@@ -1,0 +1,93 @@
+//! Request bodies read whole, under a size limit and a deadline, before any handler sees them.
+//!
+//! A body that announces 16 MiB and stops one byte short would otherwise hold its buffer (and
+//! its connection) for as long as the client likes. Here the whole body must arrive within
+//! `HttpLimits::body_timeout` from the end of the head; a body still unfinished then is refused
+//! with 408 and its connection closed, and what was read is freed at once. The bytes being read
+//! are charged to the listener's memory budget as they arrive (`Budget`), so many slow bodies
+//! together cannot take more than the budget leaves them.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use bytes::BytesMut;
+use http_body_util::BodyExt;
+
+use super::Shared;
+use super::guard::refusal;
+use crate::escape::Escaped;
+
+/// The middleware: reads the body of a request that has one, then hands the request on with
+/// the bytes in place of the stream.
+pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<usize>().ok());
+    let chunked = request.headers().contains_key(header::TRANSFER_ENCODING);
+    if announced.unwrap_or(0) == 0 && !chunked {
+        return next.run(request).await;
+    }
+    let limits = &shared.options.limits;
+    let (parts, body) = request.into_parts();
+    let peer = parts.extensions.get::<super::guard::Peer>().map(|p| p.0);
+    // What the body announced is reserved up front; a chunked body is charged as it grows.
+    let mut charge = match shared.budget.charge(announced.unwrap_or(0).min(limits.max_body)) {
+        Ok(charge) => charge,
+        Err(full) => {
+            tracing::warn!(peer = ?peer, bytes = announced, "refused a request body: {full}");
+            return busy(&full.to_string());
+        }
+    };
+    let read = async {
+        let mut body = body;
+        let mut bytes = BytesMut::with_capacity(announced.unwrap_or(0).min(limits.max_body));
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| Refused::Broken)?;
+            let Ok(data) = frame.into_data() else { continue };
+            if bytes.len() + data.len() > limits.max_body {
+                return Err(Refused::TooLarge);
+            }
+            charge.grow_to(bytes.len() + data.len()).map_err(Refused::Budget)?;
+            bytes.extend_from_slice(&data);
+        }
+        Ok(bytes.freeze())
+    };
+    let bytes: Bytes = match tokio::time::timeout(limits.body_timeout, read).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(Refused::TooLarge)) => {
+            tracing::warn!(peer = ?peer, "refused a request: its body is larger than the limit");
+            return refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts");
+        }
+        Ok(Err(Refused::Budget(full))) => {
+            tracing::warn!(peer = ?peer, "refused a request body: {full}");
+            return busy(&full.to_string());
+        }
+        Ok(Err(Refused::Broken)) => {
+            tracing::debug!(peer = ?peer, "a request body ended before it was complete");
+            return refusal(StatusCode::BAD_REQUEST, "the body ended before it was complete");
+        }
+        Err(_) => {
+            tracing::warn!(peer = ?peer, path = %Escaped(parts.uri.path()), deadline = ?limits.body_timeout, "refused a request: its body did not arrive within the deadline");
+            let mut response = refusal(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time");
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
+    };
+    drop(charge);
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+enum Refused {
+    TooLarge,
+    Broken,
+    Budget(crate::budget::OverBudget),
+}
+
+/// 503 with the reason and a hint when to retry.
+fn busy(reason: &str) -> Response {
+    let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, reason);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}

@@ -1,0 +1,336 @@
+//! Fair shares of the listener: how many connections, legacy sessions and long-lived streams one
+//! client may hold, and how fast it may open sessions, so that no client takes what the others
+//! need.
+//!
+//! A client is told apart by its address (an IPv6 address by its /64, which one host usually
+//! holds whole). A connection from a proxy the operator declared trusted (`--trusted-proxy`) is
+//! not held to the per-client connection cap, and its requests are charged to the address the
+//! proxy forwarded (the rightmost `X-Forwarded-For` entry that is not itself a trusted proxy).
+//! A forwarded address from anyone else is ignored: it would let a client pose as many.
+//!
+//! Every share is an RAII `Share`: taken when the connection, session or stream opens and given
+//! back when it is dropped, so the counts cannot drift. The table holds an entry only while its
+//! client holds something.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::Response;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use ipnet::IpNet;
+
+use super::Shared;
+
+/// How much of the listener one client may hold.
+#[derive(Debug, Clone)]
+pub struct PeerLimits {
+    /// Connections open at once from one client (a trusted proxy is exempt).
+    pub connections: usize,
+    /// Legacy sessions (Streamable HTTP and HTTP+SSE) one client holds at once.
+    pub sessions: usize,
+    /// Long-lived streams (a session's GET stream, an HTTP+SSE stream, a 2026-07-28 streamed
+    /// reply such as `subscriptions/listen`) one client holds open at once.
+    pub streams: usize,
+    /// Legacy sessions one client may open per second, on average.
+    pub sessions_per_second: u32,
+    /// Legacy sessions one client may open in a burst.
+    pub session_burst: u32,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<IpNet>,
+}
+
+impl PeerLimits {
+    /// Shares of a listener with room for `connections` and `sessions` in all: an eighth of
+    /// each per client (at least 8), 64 streams, 20 new sessions at once and 5 a second.
+    pub fn for_totals(connections: usize, sessions: usize) -> PeerLimits {
+        PeerLimits {
+            connections: (connections / 8).max(8).min(connections.max(1)),
+            sessions: (sessions / 8).max(8).min(sessions.max(1)),
+            streams: 64,
+            sessions_per_second: 5,
+            session_burst: 20,
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+/// One client, as shares are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct ClientKey(IpAddr);
+
+impl ClientKey {
+    /// The client at `ip`: an IPv4-mapped address as IPv4, an IPv6 address by its /64.
+    pub(super) fn of(ip: IpAddr) -> ClientKey {
+        match ip {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => ClientKey(IpAddr::V4(v4)),
+                None => {
+                    let segments = v6.segments();
+                    ClientKey(IpAddr::V6(Ipv6Addr::new(segments[0], segments[1], segments[2], segments[3], 0, 0, 0, 0)))
+                }
+            },
+            v4 => ClientKey(v4),
+        }
+    }
+}
+
+impl std::fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V6(v6) => write!(f, "{v6}/64"),
+            v4 => write!(f, "{v4}"),
+        }
+    }
+}
+
+/// What a share is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Connection,
+    Session,
+    Stream,
+}
+
+impl Kind {
+    fn index(self) -> usize {
+        match self {
+            Kind::Connection => 0,
+            Kind::Session => 1,
+            Kind::Stream => 2,
+        }
+    }
+}
+
+/// A client holds all it may of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(super) enum OverShare {
+    #[error("this client already holds {0} connections, as many as one client may; close some and retry")]
+    Connections(usize),
+    #[error("this client already holds {0} sessions, as many as one client may; end some (DELETE) or let them expire")]
+    Sessions(usize),
+    #[error("this client already holds {0} open streams, as many as one client may; close some and retry")]
+    Streams(usize),
+}
+
+/// The per-client counts, and the rate at which each client may open sessions.
+pub(super) struct Peers {
+    limits: PeerLimits,
+    held: Mutex<HashMap<ClientKey, [usize; 3]>>,
+    creations: DefaultKeyedRateLimiter<ClientKey>,
+}
+
+impl std::fmt::Debug for Peers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peers").field("limits", &self.limits).field("clients", &self.lock().len()).finish_non_exhaustive()
+    }
+}
+
+/// What one client holds of one kind; given back when dropped.
+#[derive(Debug)]
+pub(super) struct Share {
+    peers: Arc<Peers>,
+    key: ClientKey,
+    kind: Kind,
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        let mut held = self.peers.lock();
+        if let Some(counts) = held.get_mut(&self.key) {
+            counts[self.kind.index()] = counts[self.kind.index()].saturating_sub(1);
+            if counts.iter().all(|n| *n == 0) {
+                held.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Peers {
+    pub(super) fn new(limits: PeerLimits) -> Arc<Peers> {
+        let rate = NonZeroU32::new(limits.sessions_per_second.max(1)).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(limits.session_burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        let creations = RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst));
+        Arc::new(Peers { limits, held: Mutex::new(HashMap::new()), creations })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ClientKey, [usize; 3]>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `ip` is a proxy the operator trusts to forward client addresses.
+    pub(super) fn is_trusted_proxy(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.limits.trusted_proxies.iter().any(|net| net.contains(&ip))
+    }
+
+    /// Takes one share of `kind` for `key`, unless the client already holds its limit.
+    pub(super) fn take(self: &Arc<Self>, key: ClientKey, kind: Kind) -> Result<Share, OverShare> {
+        let limit = match kind {
+            Kind::Connection => self.limits.connections,
+            Kind::Session => self.limits.sessions,
+            Kind::Stream => self.limits.streams,
+        };
+        let mut held = self.lock();
+        let counts = held.entry(key).or_default();
+        if counts[kind.index()] >= limit {
+            if counts.iter().all(|n| *n == 0) {
+                held.remove(&key);
+            }
+            return Err(match kind {
+                Kind::Connection => OverShare::Connections(limit),
+                Kind::Session => OverShare::Sessions(limit),
+                Kind::Stream => OverShare::Streams(limit),
+            });
+        }
+        counts[kind.index()] += 1;
+        Ok(Share { peers: Arc::clone(self), key, kind })
+    }
+
+    /// Whether `key` may open a session now (at most `session_burst` at once, then
+    /// `sessions_per_second`).
+    pub(super) fn may_open_session(&self, key: ClientKey) -> bool {
+        self.creations.check_key(&key).is_ok()
+    }
+
+    /// Forgets the rate of clients that have not opened a session lately (keeps the limiter's
+    /// table to the clients that are active).
+    pub(super) fn forget_idle(&self) {
+        self.creations.retain_recent();
+        self.creations.shrink_to_fit();
+    }
+
+    /// Clients holding anything now.
+    #[cfg(test)]
+    pub(super) fn clients(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The client a request is charged to: the connection's address, or, from a trusted proxy,
+    /// the address it forwarded.
+    pub(super) fn client_of(&self, peer: SocketAddr, headers: &HeaderMap) -> ClientKey {
+        if !self.is_trusted_proxy(peer.ip()) {
+            return ClientKey::of(peer.ip());
+        }
+        let forwarded = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        let client = forwarded
+            .iter()
+            .rev()
+            .map(|entry| entry.parse::<IpAddr>().ok().or_else(|| entry.parse::<SocketAddr>().ok().map(|s| s.ip())))
+            .take_while(Option::is_some)
+            .flatten()
+            .find(|ip| !self.is_trusted_proxy(*ip));
+        ClientKey::of(client.unwrap_or(peer.ip()))
+    }
+}
+
+/// 429 with the reason: the client holds its share, or opens sessions too fast.
+pub(super) fn too_many(reason: &str) -> Response {
+    let mut response = super::guard::refusal(axum::http::StatusCode::TOO_MANY_REQUESTS, reason);
+    response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+    response
+}
+
+/// Takes a share of `kind` for the request's client, or the 429 that refuses it (logged with
+/// the client).
+pub(super) fn take_or_refuse(shared: &Shared, client: ClientKey, kind: Kind) -> Result<Share, Response> {
+    shared.peers.take(client, kind).map_err(|over| {
+        tracing::warn!(client = %client, "refused a request: {over}");
+        too_many(&over.to_string())
+    })
+}
+
+/// Whether the request's client may open a session now, or the 429 that refuses it.
+pub(super) fn may_open_session(shared: &Shared, client: ClientKey) -> Result<(), Response> {
+    if shared.peers.may_open_session(client) {
+        return Ok(());
+    }
+    tracing::warn!(client = %client, "refused a new session: the client opens sessions faster than it may");
+    Err(too_many("this client opens sessions faster than the server allows; retry in a second"))
+}
+
+/// The middleware that names each request's client (`ClientKey` in its extensions).
+pub(super) async fn identify(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
+    if let Some(peer) = request.extensions().get::<super::guard::Peer>().map(|p| p.0) {
+        let key = shared.peers.client_of(peer, request.headers());
+        request.extensions_mut().insert(key);
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> PeerLimits {
+        PeerLimits { connections: 2, sessions: 1, streams: 1, sessions_per_second: 1, session_burst: 2, trusted_proxies: vec!["10.0.0.0/8".parse().expect("net")] }
+    }
+
+    #[test]
+    fn a_client_holds_at_most_its_share_and_gets_it_back_when_it_lets_go() {
+        let peers = Peers::new(limits());
+        let a = ClientKey::of("127.0.0.2".parse().expect("ip"));
+        let b = ClientKey::of("127.0.0.3".parse().expect("ip"));
+        let first = peers.take(a, Kind::Connection).expect("first");
+        let _second = peers.take(a, Kind::Connection).expect("second");
+        assert_eq!(peers.take(a, Kind::Connection).err(), Some(OverShare::Connections(2)));
+        let _other = peers.take(b, Kind::Connection).expect("another client is not held to a's share");
+        let _session = peers.take(a, Kind::Session).expect("a session is a share of its own");
+        drop(first);
+        let _again = peers.take(a, Kind::Connection).expect("a released share can be taken again");
+        assert_eq!(peers.clients(), 2);
+    }
+
+    #[test]
+    fn the_table_forgets_a_client_that_holds_nothing() {
+        let peers = Peers::new(limits());
+        let a = ClientKey::of("127.0.0.2".parse().expect("ip"));
+        let stream = peers.take(a, Kind::Stream).expect("stream");
+        assert!(peers.take(a, Kind::Stream).is_err());
+        drop(stream);
+        assert_eq!(peers.clients(), 0);
+        assert!(peers.take(ClientKey::of("127.0.0.9".parse().expect("ip")), Kind::Session).is_ok());
+        assert_eq!(peers.clients(), 0, "a refused or dropped share leaves no entry");
+    }
+
+    #[test]
+    fn ipv6_clients_are_told_apart_by_their_64_and_mapped_addresses_as_ipv4() {
+        assert_eq!(ClientKey::of("2001:db8::1".parse().expect("ip")), ClientKey::of("2001:db8::ffff:2".parse().expect("ip")));
+        assert_ne!(ClientKey::of("2001:db8::1".parse().expect("ip")), ClientKey::of("2001:db8:0:1::1".parse().expect("ip")));
+        assert_eq!(ClientKey::of("::ffff:127.0.0.2".parse().expect("ip")), ClientKey::of("127.0.0.2".parse().expect("ip")));
+    }
+
+    #[test]
+    fn only_a_trusted_proxy_names_the_client_and_only_with_an_untrusted_address() {
+        let peers = Peers::new(limits());
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", "203.0.113.9, 198.51.100.7, 10.1.1.1".parse().expect("value"));
+        let proxy: SocketAddr = "10.0.0.1:5000".parse().expect("addr");
+        assert_eq!(peers.client_of(proxy, &headers), ClientKey::of("198.51.100.7".parse().expect("ip")), "the rightmost untrusted entry");
+        let stranger: SocketAddr = "192.0.2.4:5000".parse().expect("addr");
+        assert_eq!(peers.client_of(stranger, &headers), ClientKey::of(stranger.ip()), "a forwarded address from anyone else is ignored");
+        headers.insert("x-forwarded-for", "not an address".parse().expect("value"));
+        assert_eq!(peers.client_of(proxy, &headers), ClientKey::of(proxy.ip()), "garbage names nobody but the proxy");
+        assert_eq!(peers.client_of(proxy, &HeaderMap::new()), ClientKey::of(proxy.ip()));
+    }
+
+    #[test]
+    fn sessions_open_in_a_burst_then_at_the_rate() {
+        let peers = Peers::new(limits());
+        let a = ClientKey::of("127.0.0.2".parse().expect("ip"));
+        assert!(peers.may_open_session(a));
+        assert!(peers.may_open_session(a));
+        assert!(!peers.may_open_session(a), "the burst of 2 is spent");
+        assert!(peers.may_open_session(ClientKey::of("127.0.0.3".parse().expect("ip"))), "another client has its own rate");
+    }
+}
