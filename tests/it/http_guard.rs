@@ -1,7 +1,6 @@
 //! What stands in front of every HTTP endpoint, on the real binary: Host and Origin checks
 //! (DNS rebinding), bearer tokens, size and connection limits, and graceful shutdown.
 
-use std::time::Duration;
 
 use anyhow::Result;
 use paddock_tests::http::{EventReader, HttpHost, modern_meta};
@@ -117,26 +116,45 @@ async fn oversized_bodies_and_heads_are_refused_and_connections_are_capped() -> 
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "an oversized head is refused: {answer}");
     drop(raw);
 
-    // One connection at a time: a second waits until the first closes.
-    let mut first = tokio::net::TcpStream::connect(host.addr).await?;
-    first.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n").await?;
-    let mut buffer = [0u8; 256];
-    let n = tokio::time::timeout(WAIT, first.read(&mut buffer)).await??;
-    assert!(String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 200"));
-    let second = tokio::spawn({
-        let url = host.url("/healthz");
-        async move { reqwest::get(url).await.map(|r| r.status()) }
-    });
-    let waited = tokio::time::timeout(Duration::from_millis(300), async {
-        while !second.is_finished() {
+    // One connection at a time: while the first holds the only slot, a second is still
+    // accepted for health checks (kept back for them), and anything else is refused at once.
+    // The earlier connections' slots come back once the server has seen them close: until
+    // then a new connection is a health-check one, which answers an MCP request with 503.
+    let post = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    let mut first = tokio::time::timeout(WAIT, async {
+        loop {
+            let mut stream = tokio::net::TcpStream::connect(host.addr).await?;
+            stream.write_all(post).await?;
+            let mut buffer = [0u8; 1024];
+            let n = stream.read(&mut buffer).await?;
+            if String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 400") {
+                return anyhow::Ok(stream);
+            }
             tokio::task::yield_now().await;
         }
     })
-    .await;
-    assert!(waited.is_err(), "the second connection is not served while the first holds the only slot");
-    drop(first);
-    let status = tokio::time::timeout(WAIT, second).await???;
-    assert_eq!(status, 200);
+    .await??;
+    let health = tokio::time::timeout(WAIT, reqwest::get(host.url("/healthz"))).await??;
+    assert_eq!(health.status(), 200, "health checks answer while every slot is taken");
+    let ready = tokio::time::timeout(WAIT, reqwest::get(host.url("/readyz"))).await??;
+    assert_eq!(ready.status(), 200);
+    let refused = tokio::time::timeout(WAIT, reqwest::Client::new().post(host.url("/mcp")).header("accept", "application/json, text/event-stream").body("{}").send()).await??;
+    assert_eq!(refused.status(), 503, "an MCP request on a health-check connection is refused at once");
+    first.shutdown().await?;
+    let _ = tokio::time::timeout(WAIT, first.read_to_end(&mut Vec::new())).await?;
+    let served = tokio::time::timeout(WAIT, async {
+        loop {
+            // The first connection's slot comes back once the server has seen it close.
+            let response = reqwest::Client::new().post(host.url("/mcp")).header("accept", "application/json, text/event-stream").body("{}").send().await?;
+            if response.status() != 503 {
+                return anyhow::Ok(response.status());
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await??;
+    let status = served;
+    assert_eq!(status, 400, "a full slot serves MCP again (this body is not a request)");
     Ok(())
 }
 

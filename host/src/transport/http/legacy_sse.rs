@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::guard::refusal;
 use super::peers::{self, ClientKey, Kind, Share};
-use super::sessions::Flavor;
+use super::sessions::{self, Flavor};
 use super::streamable::SESSION_QUEUE;
 use super::{Accepts, Shared, parse_body, sse};
 use crate::session::{OutboundReceiver, Session, outbound_charged};
@@ -34,6 +34,9 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, Extension(client): E
         return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
     }
     // The session and its stream are each one of the client's shares.
+    if shared.sessions.is_full() {
+        return refusal(StatusCode::SERVICE_UNAVAILABLE, &sessions::SessionsFull.to_string());
+    }
     if let Err(refused) = peers::may_open_session(&shared, client) {
         return refused;
     }

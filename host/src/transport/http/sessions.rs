@@ -200,6 +200,11 @@ impl SessionTable {
         Ok(http)
     }
 
+    /// Whether the table holds as many sessions as it allows.
+    pub(super) fn is_full(&self) -> bool {
+        self.lock().len() >= self.max
+    }
+
     /// The session with this id, if it is live and of this flavor.
     pub(super) fn get(&self, id: &str, flavor: Flavor) -> Option<Arc<HttpSession>> {
         self.lock().get(id).filter(|s| s.flavor == flavor).cloned()
