@@ -974,7 +974,9 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
 }
 
 mod changes;
+mod echo;
 mod input_rounds;
+mod sealing;
 mod tasks;
 
 #[tokio::test]
