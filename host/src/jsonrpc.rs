@@ -13,6 +13,8 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// Most bytes of a client-supplied string an error message or error `data` quotes.
+pub const MAX_QUOTED: usize = 256;
 
 /// A request id: a JSON string or integer (never null), kept as the client sent it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -85,6 +87,18 @@ impl ErrorObject {
         }
         error
     }
+}
+
+/// A client-supplied string (a method, a name, a URI, a header value) as an error quotes it:
+/// whole when it is at most `MAX_QUOTED` bytes, else its first bytes, cut on a character
+/// boundary, and a marker with its full length (`…(12345 bytes)`). An error reply never grows
+/// with what the client sent.
+pub fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_QUOTED {
+        return text.into();
+    }
+    let end = (0..=MAX_QUOTED).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    format!("{}…({} bytes)", &text[..end], text.len()).into()
 }
 
 /// One incoming message.
@@ -245,6 +259,17 @@ mod tests {
         for id in [json!(0), json!(-5), json!(u64::MAX), json!("x"), json!("")] {
             assert_eq!(Id::from_value(&id).expect("valid id").to_value(), id);
         }
+    }
+
+    #[test]
+    fn quoted_client_strings_are_bounded_and_cut_on_a_character_boundary() {
+        let short = "x".repeat(MAX_QUOTED);
+        assert_eq!(shortened(&short), short, "a string within the bound is quoted whole");
+        let long = "x".repeat(1 << 20);
+        assert_eq!(shortened(&long), format!("{}…(1048576 bytes)", "x".repeat(MAX_QUOTED)));
+        // A two-byte character straddling the bound is left out whole, never split.
+        let straddling = format!("{}é{}", "x".repeat(MAX_QUOTED - 1), "y".repeat(10));
+        assert_eq!(shortened(&straddling), format!("{}…({} bytes)", "x".repeat(MAX_QUOTED - 1), MAX_QUOTED + 11));
     }
 
     #[test]

@@ -589,6 +589,16 @@ pub const ATTACKS: &[Attack] = &[
         recorded: Recorded::CallFailed("_meta"),
         twin: twin(NOTHING, "result_meta", r#"{"json":"{\"ok\":true}"}"#, "with _meta"),
     },
+    Attack {
+        name: "url_elicitation_to_a_script",
+        class: Class::Results,
+        component: Component::Hostile,
+        grant: NOTHING,
+        call: Some(call("elicit_url", r#"{"url":"javascript:alert(document.cookie)","regardless":true}"#)),
+        expect: Expect::ToolError("malformed output"),
+        recorded: Recorded::CallFailed("input request `page`: the URL must be absolute and `https:`"),
+        twin: twin(NOTHING, "elicit_url", r#"{"url":"https://example.com/login"}"#, "not asked: the client cannot open https://example.com/login"),
+    },
     // Host resources held by the thousand: open files, header sets, pollables.
     Attack {
         name: "open_files_exhaustion",

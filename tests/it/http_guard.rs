@@ -33,6 +33,14 @@ async fn foreign_hosts_and_origins_are_refused_and_allowed_ones_served() -> Resu
         (vec![("host", format!("localhost:{port}")), ("origin", format!("http://localhost:{port}"))], 200),
         (vec![("host", "mcp.example.test".to_owned())], 200),
         (vec![("origin", "https://app.example.test".to_owned())], 200),
+        // Normalised before comparing: one trailing dot, the scheme's default port.
+        (vec![("host", "mcp.example.test.".to_owned())], 200),
+        (vec![("host", "mcp.example.test..".to_owned())], 403),
+        (vec![("origin", "https://app.example.test:443".to_owned())], 200),
+        (vec![("origin", "https://app.example.test.".to_owned())], 200),
+        (vec![("origin", "https://app.example.test:8443".to_owned())], 403),
+        (vec![("origin", "http://app.example.test".to_owned())], 403),
+        (vec![("origin", format!("http://localhost.:{port}"))], 200),
     ] {
         let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let response = post_discover(&host, &pairs).await?;
@@ -46,6 +54,64 @@ async fn foreign_hosts_and_origins_are_refused_and_allowed_ones_served() -> Resu
     assert!(matches!(refused, Err(tokio_tungstenite::tungstenite::Error::Http(ref r)) if r.status() == 403), "{refused:?}");
     let refusal = host.wait_for_log("its Origin is not allowed").await?;
     assert!(refusal.contains("evil.example.com"), "the refusal is recorded with what was refused: {refusal}");
+    Ok(())
+}
+
+/// The status a raw request gets: `head` is its request line and headers, each ending in CRLF.
+async fn raw_status(host: &HttpHost, head: &[u8]) -> Result<u16> {
+    let mut socket = tokio::net::TcpStream::connect(host.addr).await?;
+    socket.write_all(head).await?;
+    socket.write_all(b"Connection: close\r\n\r\n").await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT, socket.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.split(' ').nth(1).and_then(|code| code.parse().ok());
+    status.ok_or_else(|| anyhow::anyhow!("no status line in {answer:?}"))
+}
+
+#[tokio::test]
+async fn a_host_that_is_not_one_authority_is_a_bad_request_and_its_twin_is_served() -> Result<()> {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--allow-host", "mcp.example.test"]).await?;
+    let port = host.addr.port();
+    let rows: Vec<(Vec<u8>, u16)> = vec![
+        // Nothing after `]` but a port.
+        (b"GET /healthz HTTP/1.1\r\nHost: [::1]evil.example.com\r\n".to_vec(), 400),
+        (format!("GET /healthz HTTP/1.1\r\nHost: [::1]:{port}\r\n").into_bytes(), 200),
+        // Two Host headers, whichever comes first.
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: evil.example.com\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\nHost: localhost\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n".to_vec(), 200),
+        // None on HTTP/1.1; on HTTP/1.0 there must be something to check.
+        (b"GET /healthz HTTP/1.1\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.0\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n".to_vec(), 200),
+        (format!("GET http://localhost:{port}/healthz HTTP/1.0\r\n").into_bytes(), 200),
+        // Outside ASCII: refused, never replaced by the request target's authority.
+        (format!("GET http://localhost:{port}/healthz HTTP/1.1\r\nHost: l\u{43e}calhost\r\n").into_bytes(), 400),
+        (format!("GET http://localhost:{port}/healthz HTTP/1.1\r\nHost: localhost\r\n").into_bytes(), 200),
+        // The request target's authority is checked as well.
+        (b"GET http://evil.example.com/healthz HTTP/1.1\r\nHost: localhost\r\n".to_vec(), 403),
+        // Userinfo, a path, a port that is not one.
+        (b"GET /healthz HTTP/1.1\r\nHost: user@localhost\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost/mcp\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost:http\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost:80\r\n".to_vec(), 200),
+        // A repeated Origin.
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\nOrigin: http://evil.example.com\r\n".to_vec(), 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\n".to_vec(), 200),
+    ];
+    for (head, status) in rows {
+        assert_eq!(raw_status(&host, &head).await?, status, "{}", String::from_utf8_lossy(&head));
+    }
+    let refusal = host.wait_for_log("[::1]evil.example.com").await?;
+    assert!(refusal.contains("its Host is not a host and an optional port") && refusal.contains("127.0.0.1:"), "the refusal names what and who: {refusal}");
+    host.wait_for_log("it has more than one Host header").await?;
+    host.wait_for_log("it has no Host header").await?;
+    // A Host that would reorder the log line is written escaped.
+    assert_eq!(raw_status(&host, "GET /healthz HTTP/1.1\r\nHost: localhost\u{202e}moc.live\r\n".as_bytes()).await?, 400);
+    // (The JSON log writes the escape's backslash as `\\`.)
+    host.wait_for_log(r"localhost\\u{202e}moc.live").await?;
     Ok(())
 }
 
@@ -92,6 +158,15 @@ async fn a_public_address_without_a_token_does_not_start() -> Result<()> {
     let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--token-file", short.path().join("token").to_str().unwrap_or_default()]).await?;
     assert_eq!(code, 2);
     assert!(stderr.contains("shorter than"), "{stderr}");
+    // Random bytes are not a token: said once, with a recipe that makes one.
+    let binary = PluginDir::new().write("token", [0x9f, 0x92, 0x96, 0x00, 0xff, 0x10, 0x80, 0x81, 0xc3, 0x28, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06]);
+    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--token-file", binary.path().join("token").to_str().unwrap_or_default()]).await?;
+    assert_eq!(code, 2);
+    assert_eq!(stderr.matches("valid UTF-8").count(), 1, "{stderr}");
+    assert!(stderr.contains("openssl rand -hex 32"), "{stderr}");
+    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--allow-host", "[::1]evil.example.com"]).await?;
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--allow-host `[::1]evil.example.com` is not a host"), "{stderr}");
     Ok(())
 }
 

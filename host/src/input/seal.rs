@@ -24,13 +24,15 @@ use super::{InputMethod, InputRequest, InputResponse, MAX_PLUGIN_STATE};
 
 /// How long a sealed state may be answered.
 pub const STATE_TTL: Duration = Duration::from_secs(600);
-/// Longest `requestState` the host tries to open.
+/// Longest `requestState` the host tries to open, and so the longest it seals.
 pub const MAX_SEALED_STATE: usize = 8 << 20;
 /// Shortest key file accepted.
 const MIN_KEY_FILE: usize = 32;
 /// Format version, the first byte of every sealed state.
 const VERSION: u8 = 1;
 const NONCE: usize = 24;
+/// The Poly1305 tag after the sealed bytes.
+const TAG: usize = 16;
 
 /// The key that seals request states.
 #[derive(Clone)]
@@ -47,9 +49,11 @@ impl std::fmt::Debug for StateKey {
 /// Why a state key file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StateKeyError {
-    #[error("cannot read the state key file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("the state key file {path} holds {len} bytes; it needs at least {MIN_KEY_FILE} random bytes (for example `head -c 32 /dev/urandom > {path}`)")]
+    // The cause is part of the message, not a `source`: a report that prints the chain would
+    // print it twice.
+    #[error("cannot read the state key file {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("the state key file {path} holds {len} bytes; it needs at least {MIN_KEY_FILE} random bytes (for example `(umask 077; head -c 32 /dev/urandom > {path})`)")]
     TooShort { path: String, len: usize },
     #[error("the state key file {path} can be written by other users (mode {mode:o}); make it `chmod 600`")]
     Writable { path: String, mode: u32 },
@@ -64,6 +68,15 @@ pub enum SealError {
     Invalid,
     #[error("`requestState` has expired: send the request again without it")]
     Expired,
+}
+
+/// A round the host will not seal: it would not open again (longer than `MAX_SEALED_STATE`
+/// once sealed, or a plugin state over `MAX_PLUGIN_STATE`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the input round is too large to carry in `requestState`: {bytes} bytes sealed, at most {MAX_SEALED_STATE} (plugin state at most {MAX_PLUGIN_STATE} bytes)")]
+pub struct TooLarge {
+    /// How long the sealed state would have been.
+    pub bytes: usize,
 }
 
 /// What a request is, for binding a state to it.
@@ -101,7 +114,7 @@ impl StateKey {
     pub fn from_file(path: &Path) -> Result<StateKey, StateKeyError> {
         use std::os::unix::fs::MetadataExt as _;
         let shown = path.display().to_string();
-        let read = |source| StateKeyError::Read { path: shown.clone(), source };
+        let read = |error| StateKeyError::Read { path: shown.clone(), error };
         let metadata = std::fs::metadata(path).map_err(read)?;
         if metadata.mode() & 0o002 != 0 {
             return Err(StateKeyError::Writable { path: shown, mode: metadata.mode() & 0o7777 });
@@ -124,16 +137,22 @@ impl StateKey {
     }
 
     /// Seals a round for a client to hand back with its answers within `STATE_TTL`.
-    pub fn seal(&self, binding: &Binding<'_>, round: &Round) -> String {
+    ///
+    /// # Errors
+    /// The round would not open again: it is too large.
+    pub fn seal(&self, binding: &Binding<'_>, round: &Round) -> Result<String, TooLarge> {
         self.seal_for(binding, round, STATE_TTL)
     }
 
     /// Seals a round that may be answered for `ttl` (a zero `ttl` has expired already).
-    pub fn seal_for(&self, binding: &Binding<'_>, round: &Round, ttl: Duration) -> String {
+    ///
+    /// # Errors
+    /// The round would not open again: it is too large.
+    pub fn seal_for(&self, binding: &Binding<'_>, round: &Round, ttl: Duration) -> Result<String, TooLarge> {
         self.seal_at(binding, round, now() + ttl.as_secs())
     }
 
-    fn seal_at(&self, binding: &Binding<'_>, round: &Round, expires_at: u64) -> String {
+    fn seal_at(&self, binding: &Binding<'_>, round: &Round, expires_at: u64) -> Result<String, TooLarge> {
         let requests: Vec<Value> = round
             .requests
             .iter()
@@ -146,6 +165,11 @@ impl StateKey {
             .collect();
         let header = json!({"exp": expires_at, "requests": requests, "answered": answered}).to_string();
         let state = round.plugin_state.as_deref().unwrap_or_default();
+        // The opener's bounds, checked before anything is encrypted: what is sealed opens.
+        let bytes = sealed_len(4 + header.len() + 1 + state.len());
+        if bytes > MAX_SEALED_STATE || state.len() > MAX_PLUGIN_STATE {
+            return Err(TooLarge { bytes });
+        }
         let mut plain = Vec::with_capacity(4 + header.len() + 1 + state.len());
         plain.extend_from_slice(&(header.len() as u32).to_be_bytes());
         plain.extend_from_slice(header.as_bytes());
@@ -163,7 +187,9 @@ impl StateKey {
         out.push(VERSION);
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&sealed);
-        BASE64URL.encode(out)
+        let token = BASE64URL.encode(out);
+        debug_assert_eq!(token.len(), bytes, "the sealed length is known before sealing");
+        Ok(token)
     }
 
     /// Opens a state for the request it must have been sealed for.
@@ -233,6 +259,13 @@ impl StateKey {
         }
         Ok(Round { requests, answered, plugin_state })
     }
+}
+
+/// The length of the `requestState` that seals `plain` bytes: version, nonce, ciphertext and
+/// tag, in unpadded base64url.
+fn sealed_len(plain: usize) -> usize {
+    let raw = 1 + NONCE + plain + TAG;
+    (raw / 3) * 4 + [0, 2, 3][raw % 3]
 }
 
 fn now() -> u64 {

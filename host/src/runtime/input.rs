@@ -3,12 +3,14 @@
 //! into the WIT `request-context` a plugin reads.
 //!
 //! Input requests are guest output: keys are checked (1 to 128 bytes, unique, at most
-//! `MAX_INPUT_REQUESTS`), JSON text passes `convert::json`, the plugin state is capped at
-//! `MAX_PLUGIN_STATE`, and the whole round is charged to the call's output budget at its wire
-//! size. Answers are client input: one that does not have its method's shape is
+//! `MAX_INPUT_REQUESTS`), JSON text passes `convert::json`, a URL elicitation's page must be
+//! `https:` (or `http:` on a loopback host), the plugin state is capped at `MAX_PLUGIN_STATE`,
+//! and the whole round is charged to the call's output budget at its wire size. A request that
+//! fails a check is malformed output. Answers are client input: one that does not have its method's shape is
 //! `PluginError::InvalidParams` (`-32602`), naming the key.
 
 use std::collections::HashSet;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -88,6 +90,7 @@ fn request_params(kind: wi::InputRequestKind, budget: &mut Budget) -> Result<(In
             InputMethod::ElicitForm
         }
         wi::InputRequestKind::ElicitUrl(page) => {
+            check_page_url(&page.url).map_err(|why| PluginError::MalformedOutput(format!("{why}: `{}`", super::host::truncate(page.url.clone(), 64))))?;
             params.insert("mode".into(), json!("url"));
             params.insert("message".into(), json!(page.message));
             params.insert("url".into(), json!(page.url));
@@ -165,6 +168,49 @@ fn request_params(kind: wi::InputRequestKind, budget: &mut Budget) -> Result<(In
         wi::InputRequestKind::ListRoots => InputMethod::ListRoots,
     };
     Ok((method, params))
+}
+
+/// The page a URL elicitation sends the user to: an absolute `https:` URL, or `http:` on a
+/// loopback host (`localhost`, 127.0.0.0/8, `[::1]`), with a host and no credentials, in
+/// printable ASCII without backslashes (which parsers read differently). Anything else
+/// (`javascript:`, `file:`, `data:`, a relative or malformed URL) is refused: the client shows
+/// this link to a person.
+fn check_page_url(url: &str) -> Result<(), &'static str> {
+    const NO_HOST: &str = "the URL has no valid host and port";
+    if url.is_empty() || !url.bytes().all(|b| b.is_ascii_graphic() && b != b'\\') {
+        return Err("the URL must be printable ASCII without spaces or backslashes");
+    }
+    let (scheme, rest) = url.split_once("://").ok_or("the URL must be absolute and `https:` (or `http:` on a loopback host)")?;
+    let https = scheme.eq_ignore_ascii_case("https");
+    if !https && !scheme.eq_ignore_ascii_case("http") {
+        return Err("the URL must be absolute and `https:` (or `http:` on a loopback host)");
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    if authority.contains('@') {
+        return Err("the URL must not carry credentials");
+    }
+    let (host, port) = if authority.starts_with('[') {
+        let (host, after) = authority.split_at(authority.find(']').ok_or(NO_HOST)? + 1);
+        (host, if after.is_empty() { after } else { after.strip_prefix(':').ok_or(NO_HOST)? })
+    } else {
+        authority.split_once(':').unwrap_or((authority, ""))
+    };
+    if !(port.is_empty() || (port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok())) {
+        return Err(NO_HOST);
+    }
+    let loopback = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(literal) => literal.parse::<Ipv6Addr>().map_err(|_| NO_HOST)? == Ipv6Addr::LOCALHOST,
+        None => {
+            if host.is_empty() || !host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)) {
+                return Err(NO_HOST);
+            }
+            host.eq_ignore_ascii_case("localhost") || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+        }
+    };
+    if !https && !loopback {
+        return Err("an `http:` URL must name a loopback host (`localhost`, 127.0.0.0/8, `[::1]`); use `https:`");
+    }
+    Ok(())
 }
 
 fn role(role: w::Role) -> &'static str {

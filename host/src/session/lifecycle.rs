@@ -55,6 +55,7 @@ pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<&'static s
         None => return Err(ErrorObject::new(INVALID_PARAMS, format!("missing `_meta.{META_PROTOCOL_VERSION}`"))),
     };
     let version = MODERN_VERSIONS.iter().find(|v| **v == requested).copied().ok_or_else(|| {
+        let requested = crate::jsonrpc::shortened(requested);
         ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, format!("unsupported protocol version `{requested}`"))
             .with_data(json!({"supported": MODERN_VERSIONS, "requested": requested}))
     })?;

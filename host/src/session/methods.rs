@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::Era;
 use super::lifecycle::{self, META_SERVER_INFO, MODERN_VERSIONS};
-use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line, shortened};
 use crate::plugin::{CallContext, CallEvent, LogLevel, PluginError};
 use crate::protocol::{CacheHint, CacheScope, CallToolResult, CompletionTarget};
 use crate::router::{Named, RouteError, Router};
@@ -110,7 +110,7 @@ pub(super) fn serve_list(router: &Router, method: &str, params: Option<&Map<Stri
         "prompts/list" => page(router, router.prompts(), cursor, "prompts"),
         "resources/list" => page(router, router.resources(), cursor, "resources"),
         "resources/templates/list" => page(router, router.resource_templates(), cursor, "resourceTemplates"),
-        _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"))),
+        _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{}` not found", shortened(method)))),
     }
 }
 
@@ -146,7 +146,7 @@ pub(super) async fn serve_completion(router: &Router, method: &str, params: Opti
             let completion = router.complete(&target, (arg_name, arg_value), context, cx).await.map_err(|e| route_error(e, era))?;
             Ok(json!({"completion": to_json(&completion)?}))
         }
-        _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"))),
+        _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{}` not found", shortened(method)))),
     }
 }
 
@@ -185,11 +185,11 @@ pub(super) fn route_error(error: RouteError, era: Era) -> ErrorObject {
         RouteError::UnknownName { kind, name } => ErrorObject::new(INVALID_PARAMS, format!("unknown {kind} `{}`", shortened(&name))),
         RouteError::UnknownResource { uri } => {
             let code = if matches!(era, Era::Modern { .. }) { INVALID_PARAMS } else { RESOURCE_NOT_FOUND };
-            ErrorObject::new(code, format!("resource not found: `{}`", shortened(&uri))).with_data(json!({"uri": uri}))
+            ErrorObject::new(code, format!("resource not found: `{}`", shortened(&uri))).with_data(json!({"uri": shortened(&uri)}))
         }
         RouteError::InvalidCursor => ErrorObject::new(INVALID_PARAMS, "invalid cursor: list again from the first page"),
         RouteError::Plugin { plugin, error } => match error {
-            PluginError::NotFound(what) => ErrorObject::new(INVALID_PARAMS, format!("not found: {what}")),
+            PluginError::NotFound(what) => ErrorObject::new(INVALID_PARAMS, format!("not found: {}", shortened(&what))),
             PluginError::InvalidParams(why) => ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}")),
             PluginError::InvalidInputResponse(why) => ErrorObject::new(INVALID_PARAMS, why),
             other => {
@@ -254,15 +254,4 @@ impl Notifier {
             CallEvent::ListChanged { .. } | CallEvent::ResourceUpdated { .. } => None,
         }
     }
-}
-
-/// A client-supplied name or URI as quoted in an error message: at most `MAX_QUOTED` bytes
-/// (the full value, when the spec asks for it, goes in `data` once).
-fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
-    const MAX_QUOTED: usize = 256;
-    if text.len() <= MAX_QUOTED {
-        return text.into();
-    }
-    let end = (0..=MAX_QUOTED).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
-    format!("{}…", &text[..end]).into()
 }

@@ -25,7 +25,7 @@ use crate::input::seal::{Binding, Round};
 use crate::input::{
     InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, RequestEra, missing_capabilities,
 };
-use crate::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS};
+use crate::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, shortened};
 use crate::plugin::{CallContext, PluginError};
 use crate::protocol::{CacheHint, CacheScope, CallToolResult};
 use crate::router::RouteError;
@@ -74,7 +74,7 @@ impl Target {
                     Some(Value::Object(args)) => {
                         for (key, value) in args {
                             let Value::String(value) = value else {
-                                return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt argument `{key}` must be a string")));
+                                return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt argument `{}` must be a string", shortened(key))));
                             };
                             arguments.push((key.clone(), value.clone()));
                         }
@@ -162,7 +162,7 @@ impl Session {
         if let Target::Prompt { name, arguments, .. } = &target {
             let router = self.server.router();
             let Some(prompt) = router.prompt(name) else {
-                return Err(ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{name}`")));
+                return Err(ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{}`", shortened(name))));
             };
             if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)) {
                 return Err(ErrorObject::new(INVALID_PARAMS, format!("prompt `{name}` needs argument `{}`", missing.name)));
@@ -225,7 +225,11 @@ impl Session {
                 let plugin = self.owner(target).ok_or_else(|| unknown(target, era))?;
                 round.requests = missing;
                 let arguments = target.arguments();
-                let sealed = key.seal_for(&binding(&plugin, target, &arguments, caller.as_deref()), &round, self.server.state_ttl);
+                // What grew since the round was sealed is the client's answers: too many to carry
+                // is the client's to fix (answer every request at once).
+                let sealed = key.seal_for(&binding(&plugin, target, &arguments, caller.as_deref()), &round, self.server.state_ttl).map_err(|too_large| {
+                    ErrorObject::new(INVALID_PARAMS, format!("the answers given so far cannot be carried: {too_large}; answer every request of the round at once"))
+                })?;
                 return Ok(Opened::AskAgain(input_required_result(&round.requests, sealed)));
             }
             context.input_responses = round.answered;
@@ -268,13 +272,24 @@ impl Session {
         }
     }
 
-    /// The sealed `input_required` answer to a 2026-07-28 run that needs input.
+    /// The sealed `input_required` answer to a 2026-07-28 run that needs input. A round too
+    /// large to seal (it would not open again) is the plugin's malformed output: a tool call
+    /// ends with an error result, other methods with an error.
     pub(super) fn answer_input_required(&self, target: &Target, plugin: &str, context: &RequestContext, required: InputRequired) -> Result<Finished, ErrorObject> {
         refuse_undeclared(&required, &context.client_capabilities, plugin)?;
         let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
         let arguments = target.arguments();
-        let sealed = self.server.state_key.seal_for(&binding(plugin, target, &arguments, context.caller.as_deref()), &round, self.server.state_ttl);
-        Ok(input_required_result(&round.requests, sealed))
+        match self.server.state_key.seal_for(&binding(plugin, target, &arguments, context.caller.as_deref()), &round, self.server.state_ttl) {
+            Ok(sealed) => Ok(input_required_result(&round.requests, sealed)),
+            Err(too_large) => {
+                let error = PluginError::MalformedOutput(too_large.to_string());
+                tracing::warn!(%plugin, request = %crate::escape::Escaped(&shortened(target.name())), error = %error, "a plugin's input round was refused");
+                match target {
+                    Target::Tool { .. } => Ok(Finished { result: to_json(&CallToolResult::error(error.to_string()))?, cache: None }),
+                    _ => Err(ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {error}"))),
+                }
+            }
+        }
     }
 
     /// A legacy session: the session asks the client and runs the plugin again, up to `MAX_ROUNDS`.
@@ -396,7 +411,7 @@ impl Session {
                     Ok((plugin.to_owned(), outcome))
                 }
                 Err(RouteError::Plugin { plugin, error }) => match error {
-                    PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),
+                    PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", shortened(name)))),
                     PluginError::InvalidInputResponse(why) => Err(ErrorObject::new(INVALID_PARAMS, why)),
                     // The plugin refused the request itself; every other failure is a result the model reads.
                     PluginError::InvalidParams(why) => Err(ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}"))),
@@ -442,7 +457,7 @@ enum Opened {
 /// Why a legacy round did not bring every answer.
 #[derive(Debug, thiserror::Error)]
 enum AskFailure {
-    #[error("the client answered the `{key}` request with an error: {}", .error.message)]
+    #[error("the client answered the `{key}` request with an error: {}", shortened(&.error.message))]
     Refused { key: String, error: ErrorObject },
     #[error("the client did not answer within the time allowed")]
     Timeout,
@@ -461,8 +476,8 @@ fn binding<'a>(plugin: &'a str, target: &'a Target, arguments: &'a Value, caller
 fn unknown(target: &Target, era: Era) -> ErrorObject {
     match target {
         Target::Read { uri } => route_error(RouteError::UnknownResource { uri: uri.clone() }, era),
-        Target::Tool { name, .. } => ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`")),
-        Target::Prompt { name, .. } => ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{name}`")),
+        Target::Tool { name, .. } => ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", shortened(name))),
+        Target::Prompt { name, .. } => ErrorObject::new(INVALID_PARAMS, format!("unknown prompt `{}`", shortened(name))),
     }
 }
 

@@ -89,8 +89,8 @@ impl Filter {
     /// Follows `uri` too (a legacy `resources/subscribe`).
     pub(crate) fn subscribe(&mut self, uri: &str, router: &Router) -> Result<(), ErrorObject> {
         if uri.len() > MAX_URI_BYTES || router.resource_owner(uri).is_none() {
-            let shown: String = uri.chars().take(256).collect();
-            return Err(ErrorObject::new(super::methods::RESOURCE_NOT_FOUND, format!("resource not found: `{shown}`")).with_data(json!({"uri": uri})));
+            let shown = crate::jsonrpc::shortened(uri);
+            return Err(ErrorObject::new(super::methods::RESOURCE_NOT_FOUND, format!("resource not found: `{shown}`")).with_data(json!({"uri": shown})));
         }
         if self.resources.len() >= MAX_RESOURCE_SUBSCRIPTIONS && !self.resources.contains(uri) {
             return Err(ErrorObject::new(INVALID_PARAMS, format!("at most {MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions per session")));

@@ -120,3 +120,68 @@ fn answers_are_checked_against_their_method_and_reach_the_plugin_typed() {
         }
     }
 }
+
+fn url_request(url: &str) -> wi::InputRequired {
+    let page = wi::InputRequest { key: "login".into(), request: wi::InputRequestKind::ElicitUrl(wi::UrlElicitation { message: "Sign in".into(), url: url.into() }) };
+    wi::InputRequired { requests: vec![page], state: None, in_task: false }
+}
+
+#[test]
+fn a_url_elicitation_sends_the_user_only_to_https_or_a_loopback_page() {
+    for url in [
+        "https://example.com/login",
+        "HTTPS://Example.com:8443/login?next=%2F#top",
+        "https://example.com",
+        "https://[2001:db8::1]/",
+        "https://93.184.216.34/x",
+        "http://localhost:8080/callback",
+        "http://LOCALHOST/",
+        "http://127.0.0.1:3000/",
+        "http://127.200.3.4/",
+        "http://[::1]:8080/cb",
+        "http://[::1]",
+    ] {
+        let converted = input_required(url_request(url), &mut Budget::new(1 << 20)).unwrap_or_else(|e| panic!("{url}: {e:?}"));
+        assert_eq!(converted.requests[0].params["url"], url, "the page is passed on as the plugin wrote it");
+    }
+    for (url, why) in [
+        ("javascript:alert(1)", "absolute"),
+        ("javascript://example.com/%0Aalert(1)", "absolute"),
+        ("file:///etc/passwd", "absolute"),
+        ("data:text/html,<script>alert(1)</script>", "absolute"),
+        ("ftp://example.com/", "absolute"),
+        ("/login", "absolute"),
+        ("example.com/login", "absolute"),
+        ("//example.com/login", "absolute"),
+        ("https:example.com", "absolute"),
+        ("", "printable ASCII"),
+        ("https://exa mple.com/", "printable ASCII"),
+        ("https://example.com/\n", "printable ASCII"),
+        ("https:\\\\example.com", "printable ASCII"),
+        ("https://exämple.com/", "printable ASCII"),
+        ("https://user:pass@example.com/", "credentials"),
+        ("https://example.com@evil.example/", "credentials"),
+        ("https:///login", "host"),
+        ("https://:443/", "host"),
+        ("https://example.com:99999/", "host"),
+        ("https://example.com:443:1/", "host"),
+        ("https://[::1/", "host"),
+        ("https://[::1]x/", "host"),
+        ("https://[not-an-address]/", "host"),
+        ("https://exa<mple.com/", "host"),
+        ("http://example.com/login", "loopback"),
+        ("http://10.0.0.1/", "loopback"),
+        ("http://localhost.evil.example/", "loopback"),
+        ("http://127.0.0.1.evil.example/", "loopback"),
+        ("http://[::2]/", "loopback"),
+        ("http://[::ffff:127.0.0.1]/", "loopback"),
+    ] {
+        match input_required(url_request(url), &mut Budget::new(1 << 20)) {
+            Err(PluginError::MalformedOutput(message)) => {
+                assert!(message.starts_with("input request `login`: "), "{url}: {message}");
+                assert!(message.contains(why), "{url}: {message}");
+            }
+            other => panic!("{url} was accepted: {other:?}"),
+        }
+    }
+}

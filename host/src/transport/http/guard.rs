@@ -1,10 +1,22 @@
 //! Who may use the listener: `Host` and `Origin` against DNS rebinding, and the bearer token.
 //!
-//! - `Host` must name a loopback address (`localhost`, `127.0.0.1`, `[::1]`) or an allowed host;
-//!   a listener bound to a non-loopback address with no allowed hosts accepts any `Host` (it
-//!   requires a token instead). A wrong `Host` is 403.
-//! - `Origin`, when a browser sends one, must be a loopback origin or an allowed origin; anything
-//!   else (`null` included) is 403.
+//! - `Host` is read strictly, as an RFC 3986 authority: a host (an IPv6 literal in brackets, an
+//!   IPv4 address or a registered name) and an optional numeric port, nothing else (no userinfo,
+//!   no path, nothing after `]` but `:port`, ASCII only). A `Host` that does not parse, one sent
+//!   more than once, or none on HTTP/1.1 is 400. An absolute-form request target's authority is
+//!   read the same way and checked too.
+//! - `Host` must then name a loopback host (`localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`) or
+//!   an allowed host; a listener bound to a non-loopback address with no allowed hosts accepts any
+//!   `Host` (it requires a token instead). A `Host` not allowed is 403.
+//! - `Origin`, when a browser sends one, must be a loopback origin (`http` or `https`) or an
+//!   allowed origin; anything else (`null` included, unless allowed) is 403, and a repeated
+//!   `Origin` is 400.
+//! - Before comparing, names are lowercased and lose one trailing dot (`mcp.example.com.`), IP
+//!   addresses take their canonical form, and default ports are dropped: 80 and 443 in `Host`
+//!   (behind a proxy the listener cannot know which scheme the client used), the scheme's own
+//!   in `Origin` (`https://app.example.com:443`). The allow-lists are normalised the same way
+//!   when the policy is built, and an entry that does not parse stops the start. An allowed host
+//!   without a port admits any port.
 //! - With a token, every request but `/healthz` and `/readyz` must carry
 //!   `Authorization: Bearer <token>`; the comparison takes the same time whatever is presented
 //!   (SHA-256 digests compared in constant time). A missing or wrong token is 401 with
@@ -12,14 +24,14 @@
 //!
 //! A body announced (by `Content-Length`) larger than `HttpLimits::max_body` is 413 before any
 //! of it is read. Every refusal is logged with the peer's address and what was refused
-//! (escaped).
+//! (escaped, and shortened to `jsonrpc::MAX_QUOTED` bytes).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Version, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
@@ -27,6 +39,7 @@ use subtle::ConstantTimeEq;
 
 use super::Shared;
 use crate::escape::Escaped;
+use crate::jsonrpc::shortened;
 
 /// The address of the client a request came from (set on every connection).
 #[derive(Debug, Clone, Copy)]
@@ -50,11 +63,13 @@ impl std::fmt::Debug for BearerToken {
 /// Why a token cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
-    #[error("cannot read the token file `{path}`: {source}")]
-    Read { path: String, source: std::io::Error },
+    // The cause is part of the message, not a `source`: a report that prints the chain would
+    // print it twice.
+    #[error("cannot read the token file `{path}`: {error} (fix: put the token on the file's first line as text, e.g. `openssl rand -hex 32 > {path}`)")]
+    Read { path: String, error: std::io::Error },
     #[error("the token is shorter than {MIN_TOKEN_LEN} characters (fix: use a long random value, e.g. `openssl rand -hex 32`)")]
     TooShort,
-    #[error("the token contains characters a header cannot carry (fix: use letters, digits and `-._~+/=` only)")]
+    #[error("the token contains characters a header cannot carry (fix: use letters, digits and `-._~+/=` only, e.g. `openssl rand -hex 32`)")]
     NotATokenValue,
 }
 
@@ -77,9 +92,9 @@ impl BearerToken {
     /// A token from the first line of a file.
     ///
     /// # Errors
-    /// The file cannot be read, or its token is not usable.
+    /// The file cannot be read (or is not text), or its token is not usable.
     pub fn from_file(path: &Path) -> Result<BearerToken, TokenError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|error| TokenError::Read { path: path.display().to_string(), error })?;
         BearerToken::new(text.lines().next().unwrap_or(""))
     }
 
@@ -94,11 +109,10 @@ impl BearerToken {
 pub struct AccessPolicy {
     /// Accept any `Host` (a non-loopback listener without an allow-list; a token is required).
     pub any_host: bool,
-    /// Hosts accepted besides loopback ones: a name (`mcp.example.com`) or a name and port.
-    pub hosts: Vec<String>,
-    /// Origins accepted besides loopback ones, exactly as browsers send them
-    /// (`https://app.example.com`).
-    pub origins: Vec<String>,
+    /// Hosts accepted besides loopback ones, normalised.
+    hosts: Vec<AllowedHost>,
+    /// Origins accepted besides loopback ones, normalised.
+    origins: Vec<Origin>,
     /// The bearer token every MCP request must carry.
     pub token: Option<BearerToken>,
 }
@@ -110,68 +124,259 @@ pub enum AccessError {
         "listening on {0}, which is not a loopback address, needs a bearer token (fix: pass --token-file FILE or set PADDOCK_HTTP_TOKEN, or listen on 127.0.0.1)"
     )]
     TokenRequired(SocketAddr),
+    #[error("--allow-host `{0}` is not a host with an optional port (fix: a name or address, e.g. `mcp.example.com` or `mcp.example.com:8443`)")]
+    BadHost(String),
+    #[error("--allow-origin `{0}` is not an origin (fix: scheme, host and optional port as a browser sends it, e.g. `https://app.example.com`)")]
+    BadOrigin(String),
 }
 
 impl AccessPolicy {
-    /// The policy for a listener on `addr`.
+    /// The policy for a listener on `addr`. Hosts are names or addresses with an optional port
+    /// (`mcp.example.com`, `mcp.example.com:8443`, `[2001:db8::1]`); origins are as browsers
+    /// send them (`https://app.example.com`). Both are normalised as requests are.
     ///
     /// # Errors
-    /// A non-loopback address without a token.
+    /// A non-loopback address without a token; a host or origin that does not parse.
     pub fn for_address(addr: SocketAddr, hosts: Vec<String>, origins: Vec<String>, token: Option<BearerToken>) -> Result<AccessPolicy, AccessError> {
         let loopback = addr.ip().is_loopback();
         if !loopback && token.is_none() {
             return Err(AccessError::TokenRequired(addr));
         }
-        let hosts: Vec<String> = hosts.into_iter().map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect();
-        let origins = origins.into_iter().map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase()).filter(|o| !o.is_empty()).collect();
+        let hosts = hosts
+            .iter()
+            .map(|h| h.trim())
+            .filter(|h| !h.is_empty())
+            .map(|h| AllowedHost::parse(h).ok_or_else(|| AccessError::BadHost(h.to_owned())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let origins = origins
+            .iter()
+            .map(|o| o.trim())
+            .filter(|o| !o.is_empty())
+            .map(|o| Origin::parse(o).ok_or_else(|| AccessError::BadOrigin(o.to_owned())))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(AccessPolicy { any_host: !loopback && hosts.is_empty(), hosts, origins, token })
     }
 
-    fn host_allowed(&self, authority: &str) -> bool {
-        let authority = authority.trim().to_ascii_lowercase();
-        let name = host_name(&authority);
-        self.any_host || is_loopback_name(name) || self.hosts.iter().any(|h| *h == authority || *h == name)
+    fn host_allowed(&self, host: &Authority) -> bool {
+        self.any_host || host.is_loopback() || self.hosts.iter().any(|h| h.admits(host))
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
-        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-        if self.origins.contains(&origin) {
-            return true;
+        match Origin::parse(origin) {
+            Some(Origin::Web { authority, .. }) if authority.is_loopback() => true,
+            Some(origin) => self.origins.contains(&origin),
+            None => false,
         }
-        let Some((scheme, authority)) = origin.split_once("://") else { return false };
-        matches!(scheme, "http" | "https") && !authority.contains('/') && is_loopback_name(host_name(authority))
     }
 }
 
-/// The host part of an authority: without the port, without IPv6 brackets.
-fn host_name(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    authority.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit())).map_or(authority, |(name, _)| name)
+/// A `Host` value, or the authority of an origin or of a request target, as RFC 3986 reads
+/// it: `host [":" port]`, where host is an IP literal in brackets (IPv6), an IPv4 address or a
+/// registered name. No userinfo, no path, ASCII only. IPvFuture literals and IPv6 zone ids are
+/// not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Authority {
+    /// Lowercased: an address in its canonical text (IPv6 in brackets), or a name without its
+    /// one trailing dot.
+    host: String,
+    /// The address, when the host is one.
+    ip: Option<IpAddr>,
+    /// The port, when one is written (an empty port is none).
+    port: Option<u16>,
 }
 
-fn is_loopback_name(name: &str) -> bool {
-    name == "localhost" || name.ends_with(".localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+impl Authority {
+    fn parse(text: &[u8]) -> Option<Authority> {
+        // ASCII only: a byte outside it is refused, never decoded or guessed at.
+        if !text.is_ascii() {
+            return None;
+        }
+        let text = std::str::from_utf8(text).ok()?;
+        let (host, ip, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (literal, after) = rest.split_once(']')?;
+            let ip: Ipv6Addr = literal.parse().ok()?;
+            let port = if after.is_empty() { None } else { Some(after.strip_prefix(':')?) };
+            (format!("[{ip}]"), Some(IpAddr::V6(ip)), port)
+        } else {
+            let (name, port) = match text.split_once(':') {
+                Some((name, port)) => (name, Some(port)),
+                None => (text, None),
+            };
+            if !is_reg_name(name) {
+                return None;
+            }
+            let name = name.to_ascii_lowercase();
+            let name = match name.strip_suffix('.') {
+                Some("") => return None,
+                Some(trimmed) => trimmed.to_owned(),
+                None => name,
+            };
+            match name.parse::<Ipv4Addr>() {
+                Ok(ip) => (ip.to_string(), Some(IpAddr::V4(ip)), port),
+                Err(_) => (name, None, port),
+            }
+        };
+        let port = match port {
+            None | Some("") => None,
+            Some(digits) if digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit()) => Some(digits.parse::<u16>().ok()?),
+            Some(_) => return None,
+        };
+        Some(Authority { host, ip, port })
+    }
+
+    fn is_loopback(&self) -> bool {
+        match self.ip {
+            Some(ip) => ip.to_canonical().is_loopback(),
+            None => self.host == "localhost" || self.host.ends_with(".localhost"),
+        }
+    }
+
+    /// The same authority with `default` written as no port.
+    fn without_default_port(self, default: &[u16]) -> Authority {
+        Authority { port: self.port.filter(|p| !default.contains(p)), ..self }
+    }
+}
+
+/// RFC 3986 `reg-name`, not empty: unreserved characters, sub-delimiters and `%XX` escapes.
+fn is_reg_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                if !bytes.get(i + 1..i + 3).is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            b if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b) => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    !bytes.is_empty()
+}
+
+/// The ports a `Host` without one may mean: behind a TLS proxy the listener cannot know the
+/// scheme the client used, so both defaults count as none.
+const DEFAULT_HOST_PORTS: [u16; 2] = [80, 443];
+
+/// An entry of the host allow-list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AllowedHost {
+    authority: Authority,
+    /// Written without a port: any port is accepted.
+    any_port: bool,
+}
+
+impl AllowedHost {
+    fn parse(text: &str) -> Option<AllowedHost> {
+        let authority = Authority::parse(text.as_bytes())?;
+        let any_port = authority.port.is_none() && !text.ends_with(':');
+        Some(AllowedHost { authority: authority.without_default_port(&DEFAULT_HOST_PORTS), any_port })
+    }
+
+    fn admits(&self, host: &Authority) -> bool {
+        self.authority.host == host.host && (self.any_port || self.authority.port == host.port.filter(|p| !DEFAULT_HOST_PORTS.contains(p)))
+    }
+}
+
+/// An origin, normalised for comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Origin {
+    /// `http` or `https` with its authority, the scheme's default port written as none.
+    Web { https: bool, authority: Authority },
+    /// Any other origin (`null`, `chrome-extension://…`), compared as lowercase text.
+    Opaque(String),
+}
+
+impl Origin {
+    /// `None` for an `http` or `https` origin whose authority does not parse.
+    fn parse(text: &str) -> Option<Origin> {
+        let text = text.trim().trim_end_matches('/');
+        let web = |scheme: &str| text.get(..scheme.len()).filter(|s| s.eq_ignore_ascii_case(scheme)).map(|_| &text[scheme.len()..]);
+        if let Some(rest) = web("http://") {
+            let authority = Authority::parse(rest.as_bytes())?;
+            return Some(Origin::Web { https: false, authority: authority.without_default_port(&[80]) });
+        }
+        if let Some(rest) = web("https://") {
+            let authority = Authority::parse(rest.as_bytes())?;
+            return Some(Origin::Web { https: true, authority: authority.without_default_port(&[443]) });
+        }
+        Some(Origin::Opaque(text.to_ascii_lowercase()))
+    }
+}
+
+/// Why a request's `Host` cannot be read (answered 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum BadHost {
+    #[error("it has no Host header")]
+    Missing,
+    #[error("it has more than one Host header")]
+    Repeated,
+    #[error("its Host is not a host and an optional port")]
+    Malformed,
+}
+
+/// The authorities a request names, each with the text it was read from: its `Host` and the
+/// authority of an absolute-form target (RFC 9112 has a server use the target's; both are
+/// checked). HTTP/1.1 must send `Host`; HTTP/1.0 must name at least one.
+fn named_hosts(request: &Request) -> Result<Vec<(Authority, String)>, (BadHost, String)> {
+    let mut values = request.headers().get_all(header::HOST).iter();
+    let first = values.next();
+    if let Some(second) = values.next() {
+        let shown = format!("{}, {}", String::from_utf8_lossy(first.map_or(&[][..], HeaderValue::as_bytes)), String::from_utf8_lossy(second.as_bytes()));
+        return Err((BadHost::Repeated, shown));
+    }
+    let mut named = Vec::with_capacity(2);
+    if let Some(value) = first {
+        let shown = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        match Authority::parse(value.as_bytes()) {
+            Some(authority) => named.push((authority, shown)),
+            None => return Err((BadHost::Malformed, shown)),
+        }
+    } else if request.version() != Version::HTTP_10 {
+        return Err((BadHost::Missing, String::new()));
+    }
+    if let Some(target) = request.uri().authority() {
+        match Authority::parse(target.as_str().as_bytes()) {
+            Some(authority) => named.push((authority, target.as_str().to_owned())),
+            None => return Err((BadHost::Malformed, target.as_str().to_owned())),
+        }
+    }
+    if named.is_empty() {
+        return Err((BadHost::Missing, String::new()));
+    }
+    Ok(named)
 }
 
 /// The middleware: Host, Origin, then the token.
 pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let policy = &shared.options.access;
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
-    let headers = request.headers();
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).or_else(|| request.uri().authority().map(|a| a.as_str()));
-    match host {
-        Some(host) if policy.host_allowed(host) => {}
-        other => {
-            tracing::warn!(peer = ?peer, host = %Escaped(other.unwrap_or("")), "refused a request: its Host is not allowed (DNS rebinding protection; --allow-host adds names)");
-            return refusal(StatusCode::FORBIDDEN, "Host not allowed");
+    match named_hosts(&request) {
+        Ok(named) => {
+            if let Some((_, shown)) = named.iter().find(|(host, _)| !policy.host_allowed(host)) {
+                tracing::warn!(peer = ?peer, host = %Escaped(&shortened(shown)), "refused a request: its Host is not allowed (DNS rebinding protection; --allow-host adds names)");
+                return refusal(StatusCode::FORBIDDEN, "Host not allowed");
+            }
+        }
+        Err((why, shown)) => {
+            tracing::warn!(peer = ?peer, host = %Escaped(&shortened(&shown)), "refused a request: {why}");
+            return refusal(StatusCode::BAD_REQUEST, "the Host header must be sent once, as a host and an optional port");
         }
     }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let text = origin.to_str().unwrap_or("");
-        if !policy.origin_allowed(text) {
-            tracing::warn!(peer = ?peer, origin = %Escaped(text), "refused a request: its Origin is not allowed (--allow-origin adds origins)");
+    let headers = request.headers();
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    if let Some(origin) = origins.next() {
+        let text = String::from_utf8_lossy(origin.as_bytes());
+        if origins.next().is_some() {
+            tracing::warn!(peer = ?peer, origin = %Escaped(&shortened(&text)), "refused a request: it has more than one Origin header");
+            return refusal(StatusCode::BAD_REQUEST, "the Origin header must be sent at most once");
+        }
+        if !origin.as_bytes().is_ascii() || !policy.origin_allowed(&text) {
+            tracing::warn!(peer = ?peer, origin = %Escaped(&shortened(&text)), "refused a request: its Origin is not allowed (--allow-origin adds origins)");
             return refusal(StatusCode::FORBIDDEN, "Origin not allowed");
         }
     }
@@ -182,7 +387,7 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, n
         match bearer(headers) {
             Some(presented) if token.matches(presented) => {}
             presented => {
-                tracing::warn!(peer = ?peer, path = %Escaped(request.uri().path()), "refused a request: {}", if presented.is_some() { "wrong bearer token" } else { "no bearer token" });
+                tracing::warn!(peer = ?peer, path = %Escaped(&shortened(request.uri().path())), "refused a request: {}", if presented.is_some() { "wrong bearer token" } else { "no bearer token" });
                 let mut response = refusal(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
                 let challenge = if presented.is_some() { r#"Bearer realm="paddock", error="invalid_token""# } else { r#"Bearer realm="paddock""# };
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
@@ -219,25 +424,149 @@ mod tests {
             .expect("loopback needs no token")
     }
 
+    fn host(text: &str) -> Option<Authority> {
+        Authority::parse(text.as_bytes())
+    }
+
+    fn allowed(policy: &AccessPolicy, text: &str) -> bool {
+        host(text).is_some_and(|h| policy.host_allowed(&h))
+    }
+
     #[test]
     fn hosts_are_loopback_or_listed() {
         let policy = loopback();
-        for host in ["localhost:8080", "LOCALHOST", "127.0.0.1:1", "[::1]:8080", "mcp.example.com", "mcp.example.com:443"] {
-            assert!(policy.host_allowed(host), "{host}");
+        for host in ["localhost:8080", "LOCALHOST", "127.0.0.1:1", "127.0.0.2", "[::1]:8080", "mcp.example.com", "mcp.example.com:443"] {
+            assert!(allowed(&policy, host), "{host}");
         }
-        for host in ["evil.example.com", "evil.example.com:8080", "localhost.evil.com", "127.0.0.1.evil.com", "", "[::2]:80"] {
-            assert!(!policy.host_allowed(host), "{host}");
+        for name in ["evil.example.com", "evil.example.com:8080", "localhost.evil.com", "127.0.0.1.evil.com", "[::2]:80", "10.0.0.1"] {
+            assert!(host(name).is_some(), "{name} is a well-formed authority");
+            assert!(!allowed(&policy, name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_host_that_is_not_an_authority_does_not_parse() {
+        // Each refused spelling beside a twin that parses.
+        for (refused, permitted) in [
+            ("[::1]evil.com", "[::1]:8080"),
+            ("[::1]:80evil", "[::1]:80"),
+            ("[::1", "[::1]"),
+            ("::1", "[::1]"),
+            ("[fe80::1%25eth0]", "[fe80::1]"),
+            ("[v1.fe]", "[::1]"),
+            ("[127.0.0.1]", "127.0.0.1"),
+            ("user@localhost", "localhost"),
+            ("localhost/mcp", "localhost"),
+            ("localhost?x", "localhost"),
+            ("localhost#x", "localhost"),
+            ("local host", "localhost"),
+            ("l\u{43e}calhost", "localhost"),
+            ("localhost:99999", "localhost:65535"),
+            ("localhost:8o", "localhost:80"),
+            ("localhost:+80", "localhost:80"),
+            ("localhost:8080:1", "localhost:8080"),
+            ("local%2", "local%2e"),
+            ("", "a"),
+            (":8080", "a:8080"),
+            (".", "a."),
+        ] {
+            assert_eq!(host(refused), None, "{refused:?}");
+            assert!(host(permitted).is_some(), "{permitted:?}");
+        }
+        assert_eq!(Authority::parse(b"localhost\xff"), None, "bytes outside ASCII are refused, never decoded");
+    }
+
+    #[test]
+    fn names_lose_one_trailing_dot_and_addresses_take_their_canonical_form() {
+        let policy = loopback();
+        for (spelling, canonical) in [
+            ("MCP.Example.COM.", "mcp.example.com"),
+            ("localhost.", "localhost"),
+            ("127.0.0.1.", "127.0.0.1"),
+            ("[0:0:0:0:0:0:0:1]", "[::1]"),
+            ("[::FFFF:127.0.0.1]", "[::ffff:127.0.0.1]"),
+        ] {
+            assert_eq!(host(spelling).map(|h| h.host), Some(canonical.to_owned()), "{spelling}");
+            assert!(allowed(&policy, spelling), "{spelling}");
+        }
+        assert!(host("mcp.example.com..").is_some() && !allowed(&policy, "mcp.example.com.."), "only one trailing dot is dropped");
+        assert!(!allowed(&policy, "127.0.0.01"), "a leading zero makes a name, not a loopback address");
+        assert_eq!(host("localhost:").map(|h| h.port), Some(None), "an empty port is none");
+    }
+
+    #[test]
+    fn default_ports_and_listed_ports_compare_normalised() {
+        let policy = AccessPolicy::for_address(
+            "127.0.0.1:8080".parse().expect("addr"),
+            vec!["any.example.com".into(), "tls.example.com:443".into(), "alt.example.com:8443".into(), "plain.example.com:80".into()],
+            vec![],
+            None,
+        )
+        .expect("policy");
+        for (permitted, refused) in [
+            ("any.example.com:9999", "other.example.com:9999"),
+            ("tls.example.com", "tls.example.com:8443"),
+            ("tls.example.com:443", "tls.example.com:444"),
+            ("tls.example.com.:443", "tls.example.com.:8080"),
+            ("alt.example.com:8443", "alt.example.com"),
+            ("alt.example.com.:8443", "alt.example.com:443"),
+            ("plain.example.com", "plain.example.com:8080"),
+            ("plain.example.com:80", "plain.example.com:81"),
+        ] {
+            assert!(allowed(&policy, permitted), "{permitted}");
+            assert!(!allowed(&policy, refused), "{refused}");
         }
     }
 
     #[test]
     fn origins_are_loopback_or_listed_and_null_is_refused() {
         let policy = loopback();
-        for origin in ["http://localhost:5173", "https://127.0.0.1", "http://[::1]:3000", "https://app.example.com", "HTTPS://APP.EXAMPLE.COM"] {
+        for origin in [
+            "http://localhost:5173",
+            "https://127.0.0.1",
+            "http://[::1]:3000",
+            "http://localhost.:80",
+            "https://app.example.com",
+            "HTTPS://APP.EXAMPLE.COM",
+            "https://app.example.com:443",
+            "https://app.example.com.",
+            "https://app.example.com.:443",
+        ] {
             assert!(policy.origin_allowed(origin), "{origin}");
         }
-        for origin in ["null", "http://evil.example.com", "http://localhost.evil.com", "file://localhost", "https://app.example.com.evil", ""] {
+        for origin in [
+            "null",
+            "http://evil.example.com",
+            "http://localhost.evil.com",
+            "file://localhost",
+            "https://app.example.com.evil",
+            "",
+            "http://app.example.com",
+            "http://app.example.com:443",
+            "https://app.example.com:8443",
+            "https://app.example.com:80",
+            "https://user@app.example.com",
+            "https://app.example.com/path",
+            "https://[::1]evil.com",
+            "http://[::1]evil.com",
+            "https://app.example.com..",
+        ] {
             assert!(!policy.origin_allowed(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn the_allow_lists_are_normalised_and_an_entry_that_does_not_parse_stops_the_start() {
+        let addr: SocketAddr = "127.0.0.1:8080".parse().expect("addr");
+        let policy = AccessPolicy::for_address(addr, vec![" MCP.example.com. ".into()], vec!["HTTPS://App.Example.com:443/".into(), "http://localhost.:80".into(), "null".into()], None).expect("policy");
+        assert!(allowed(&policy, "mcp.example.com:8080"));
+        assert!(policy.origin_allowed("https://app.example.com"));
+        assert!(policy.origin_allowed("null"), "an opaque origin is allowed when listed exactly");
+        for bad in ["[::1]evil.com", "user@mcp.example.com", "mcp.example.com/mcp", "mcp.example.com:http"] {
+            assert!(matches!(AccessPolicy::for_address(addr, vec![bad.into()], vec![], None), Err(AccessError::BadHost(_))), "{bad}");
+        }
+        for bad in ["https://app.example.com/mcp", "https://user@app.example.com", "http://[::1", "https://app example.com"] {
+            assert!(matches!(AccessPolicy::for_address(addr, vec![], vec![bad.into()], None), Err(AccessError::BadOrigin(_))), "{bad}");
         }
     }
 
@@ -247,10 +576,10 @@ mod tests {
         assert!(matches!(AccessPolicy::for_address(public, vec![], vec![], None), Err(AccessError::TokenRequired(_))));
         let token = BearerToken::new("0123456789abcdef0123").expect("token");
         let open = AccessPolicy::for_address(public, vec![], vec![], Some(token.clone())).expect("policy");
-        assert!(open.host_allowed("10.0.0.5:8080"));
+        assert!(allowed(&open, "10.0.0.5:8080"));
         let listed = AccessPolicy::for_address(public, vec!["mcp.internal".into()], vec![], Some(token)).expect("policy");
-        assert!(listed.host_allowed("mcp.internal:8080"));
-        assert!(!listed.host_allowed("10.0.0.5:8080"));
+        assert!(allowed(&listed, "mcp.internal:8080"));
+        assert!(!allowed(&listed, "10.0.0.5:8080"));
     }
 
     #[test]
@@ -262,5 +591,19 @@ mod tests {
         assert!(matches!(BearerToken::new("short"), Err(TokenError::TooShort)));
         assert!(matches!(BearerToken::new("0123456789abcdef\"0123"), Err(TokenError::NotATokenValue)));
         assert_eq!(format!("{token:?}"), "BearerToken(<redacted>)");
+    }
+
+    #[test]
+    fn a_token_file_that_is_not_text_is_reported_once_with_the_fix() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("token");
+        std::fs::write(&path, [0x9f, 0x00, 0xff, 0x10, 0x80, 0x81]).expect("write");
+        let error = BearerToken::from_file(&path).expect_err("binary bytes are not a token");
+        assert!(std::error::Error::source(&error).is_none(), "the cause is in the message, so a report that prints causes prints it once");
+        let shown = format!("{:#}", anyhow::Error::from(error));
+        assert_eq!(shown.matches("valid UTF-8").count(), 1, "{shown}");
+        assert!(shown.contains("openssl rand -hex 32"), "{shown}");
+        std::fs::write(&path, "0123456789abcdef0123456789abcdef\n").expect("write");
+        assert!(BearerToken::from_file(&path).is_ok());
     }
 }

@@ -14,7 +14,7 @@ use axum::http::HeaderMap;
 use base64::Engine;
 use serde_json::{Map, Value};
 
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, shortened};
 use crate::router::Router;
 use crate::session::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 
@@ -36,12 +36,12 @@ pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, router: &
     };
     match header(headers, PROTOCOL_VERSION)? {
         Some(sent) if sent == version => {}
-        Some(sent) => return Err(mismatch(format!("`MCP-Protocol-Version` is `{sent}` but `_meta` says `{version}`"))),
+        Some(sent) => return Err(mismatch(format!("`MCP-Protocol-Version` is `{}` but `_meta` says `{}`", shortened(&sent), shortened(version)))),
         None => return Err(mismatch("the `MCP-Protocol-Version` header is missing")),
     }
     match header(headers, METHOD)? {
         Some(sent) if sent == method => {}
-        Some(sent) => return Err(mismatch(format!("`Mcp-Method` is `{sent}` but the body's method is `{method}`"))),
+        Some(sent) => return Err(mismatch(format!("`Mcp-Method` is `{}` but the body's method is `{}`", shortened(&sent), shortened(method)))),
         None => return Err(mismatch("the `Mcp-Method` header is missing")),
     }
     let named = match method {

@@ -15,6 +15,7 @@ wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
 mod bombs;
 mod files;
+mod input;
 mod network;
 
 use exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
@@ -66,6 +67,8 @@ const TOOLS: &[&str] = &[
     "open_many",
     "fields_many",
     "pollables_many",
+    // input.rs
+    "elicit_url",
 ];
 
 /// A tool's arguments.
@@ -112,7 +115,7 @@ pub(crate) fn text(s: impl Into<String>) -> ContentBlock {
     ContentBlock::Text(TextContent { text: s.into(), annotations: None, meta: None })
 }
 
-fn answer(outcome: Outcome) -> tools::CallResult {
+pub(crate) fn answer(outcome: Outcome) -> tools::CallResult {
     let (message, is_error) = match outcome {
         Ok(message) => (message, false),
         Err(Refused(message)) => (format!("refused: {message}"), true),
@@ -158,7 +161,11 @@ impl tools::Guest for Hostile {
         tools::ToolList { tools, cache: None }
     }
 
-    fn call_tool(_context: RequestContext, name: String, arguments: String) -> Result<tools::CallOutcome, Error> {
+    fn call_tool(context: RequestContext, name: String, arguments: String) -> Result<tools::CallOutcome, Error> {
+        if name == "elicit_url" {
+            let args = Args(serde_json::from_str(&arguments).map_err(|e| Error::InvalidParams(e.to_string()))?);
+            return Ok(input::elicit_url(&context, &args));
+        }
         run_tool(name, arguments).map(tools::CallOutcome::Complete)
     }
 }
