@@ -50,7 +50,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// POST /mcp.
-pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn post(State(shared): State<Arc<Shared>>, peer: Option<axum::Extension<super::guard::Peer>>, headers: HeaderMap, body: Bytes) -> Response {
     let server = match shared.server() {
         Ok(server) => server,
         Err(response) => return response,
@@ -72,7 +72,7 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
     let version = header_str(&headers, PROTOCOL_VERSION);
     let modern_message = value.as_object().and_then(|m| m.get("params")).and_then(Value::as_object).is_some_and(|p| is_modern(Some(p)));
     if modern_message || (session_id.is_none() && version.is_some_and(|v| !LEGACY_VERSIONS.contains(&v))) {
-        return stateless(&shared, server, &headers, value, accepts).await;
+        return stateless(&shared, server, &headers, value, accepts, peer.map(|p| p.0.0)).await;
     }
     if let Some(id) = session_id {
         let Some(http) = shared.sessions.get(id, Flavor::Streamable) else {
@@ -170,7 +170,8 @@ async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
 }
 
 /// A stateless 2026-07-28 request.
-async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts) -> Response {
+/// `peer` is the client's address: the tasks it creates count against its IP.
+async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts, peer: Option<std::net::SocketAddr>) -> Response {
     if let Some(message) = value.as_object()
         && let Err(error) = headers::check(headers, message, &server.router())
     {
@@ -179,7 +180,10 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMa
     }
     let has_request = holds_request(&value);
     let (out, mut queue) = outbound(POST_QUEUE);
-    let session = Session::stateless(server, out.clone());
+    let session = match peer {
+        Some(peer) => Session::stateless_from(server, out.clone(), &peer.ip().to_string()),
+        None => Session::stateless(server, out.clone()),
+    };
     session.handle_value_on(value, out).await;
     if !has_request {
         return StatusCode::ACCEPTED.into_response();
