@@ -468,7 +468,7 @@ impl Held {
                 *counts.entry(&task.quota).or_default() += 1;
             }
             let mut clients: Vec<(&QuotaKey, usize)> = counts.into_iter().collect();
-            clients.sort_by(|a, b| b.1.cmp(&a.1));
+            clients.sort_by_key(|(_, held)| std::cmp::Reverse(*held));
             // The heaviest client with a finished task gives one up.
             let oldest = clients
                 .iter()
