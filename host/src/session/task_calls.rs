@@ -216,10 +216,10 @@ impl Session {
         let (task, pending) = match early {
             None => match create() {
                 Ok(task) => (task, Pending::Running(first)),
-                Err(refused) => {
+                Err(busy) => {
                     // No task to run in: the run stops as a cancelled request would.
                     run.cancel();
-                    return Err(refused);
+                    return Err(busy);
                 }
             },
             Some(joined) => {
