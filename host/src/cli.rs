@@ -472,6 +472,10 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         router.resource_templates().len(),
         router.prompts().len()
     );
+    // Loaded, but not as configured: said here as well as in the log.
+    for warning in &loaded.report.warnings {
+        println!("warning: {warning}");
+    }
     for plugin in &loaded.report.plugins {
         for line in crate::inspect_report::secret_lines(&plugin.grant) {
             println!("plugin `{}`: secret {line}, read at load", plugin.id);

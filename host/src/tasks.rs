@@ -2,15 +2,21 @@
 //! designs (the experimental tasks of 2025-11-25 and the `io.modelcontextprotocol/tasks`
 //! extension of 2026-07-28).
 //!
-//! The store holds each task's status, its outcome once it has one, the input it waits for, and
-//! who may see it: the legacy session that created it, or the caller of a 2026-07-28 request
-//! (anyone holding the unguessable id while HTTP has no authentication). Everything is bounded:
-//! `MAX_TASKS` held at once (finished ones included, until their time to live runs out) and
-//! `MAX_UNFINISHED_PER_PLUGIN` unfinished per plugin, so one plugin's tasks never crowd out
-//! another's. A finished task is kept until its time to live runs out, then freed; an unfinished
-//! one is cancelled then.
+//! The store holds each task's status, its outcome, the input it waits for, and who may see it:
+//! the legacy session that created it, or the caller of a 2026-07-28 request (anyone holding the
+//! unguessable id while HTTP has no authentication). Everything is bounded: `MAX_TASKS` held at
+//! once (finished ones included, until their time to live runs out), `MAX_TASKS_PER_CLIENT`
+//! per client and `MAX_UNFINISHED_PER_PLUGIN` unfinished per plugin, so neither a client nor a
+//! plugin crowds out the others. The client a task counts against (its `QuotaKey`) is the legacy
+//! session that created it, or for a 2026-07-28 request what the transport knows of the client
+//! (its address over HTTP). A finished task never keeps another client from creating one: when
+//! the store is full, the oldest finished task of the client holding most is evicted, and its id
+//! is remembered (the last `MAX_EVICTED_REMEMBERED`) so that asking for it says so. A client at
+//! its own quota gives up its own oldest finished task, and is refused only when every task it
+//! holds is still running. A finished task is otherwise kept until its time to live runs out,
+//! then freed; an unfinished one is cancelled then.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,12 +29,18 @@ use crate::jsonrpc::ErrorObject;
 
 /// Tasks held at once, finished ones included.
 pub const MAX_TASKS: usize = 256;
+/// Tasks one client may hold at once, finished ones included: a quarter of `MAX_TASKS`, so the
+/// tasks of four busy clients fit without evicting each other's results.
+pub const MAX_TASKS_PER_CLIENT: usize = 64;
 /// Unfinished tasks one plugin may have at once.
 pub const MAX_UNFINISHED_PER_PLUGIN: usize = 32;
 /// How long a task is kept when the client names no time to live.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 /// The longest time to live granted; longer requests are cut to it (and the task says so).
 pub const MAX_TTL: Duration = Duration::from_secs(3600);
+/// Ids of tasks evicted to make room that are remembered, so that asking for one says it was
+/// evicted rather than unknown; the oldest is forgotten first (about 100 KiB at most).
+pub const MAX_EVICTED_REMEMBERED: usize = 1024;
 /// The shortest time to live granted.
 pub const MIN_TTL: Duration = Duration::from_secs(1);
 /// How often clients are asked to poll, in milliseconds.
@@ -81,11 +93,23 @@ pub enum TaskOwner {
     Caller(String),
 }
 
-/// Why a task was not created.
+/// The client a task counts against, for `MAX_TASKS_PER_CLIENT`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum QuotaKey {
+    /// A session that is one client (a legacy session, stdio).
+    Session(u64),
+    /// What the transport knows of the client of a request without a session (its address).
+    Client(Arc<str>),
+}
+
+/// Why a task was not created. All but `NoRandom` say the server is busy: the same call may
+/// succeed later.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaskError {
-    #[error("too many tasks are held ({MAX_TASKS}); try again once some have finished or expired")]
+    #[error("the server holds {MAX_TASKS} tasks and every one of them is still running; try again once some have finished")]
     Full,
+    #[error("this client already has {MAX_TASKS_PER_CLIENT} tasks running, its quota; try again once some have finished, or cancel some")]
+    ClientFull,
     #[error("plugin `{0}` already has {MAX_UNFINISHED_PER_PLUGIN} unfinished tasks; try again once some have finished")]
     PluginFull(String),
     #[error("no random source for a task id")]
@@ -97,6 +121,9 @@ struct TaskState {
     status: TaskStatus,
     message: Option<String>,
     updated: SystemTime,
+    /// When it last changed, in the order of the process's task changes (a finished task's is
+    /// when it finished: the oldest finished is evicted first).
+    changed_at: u64,
     outcome: Option<Result<Value, ErrorObject>>,
     /// Input requests not answered yet (2026-07-28 tasks park on these).
     outstanding: Vec<InputRequest>,
@@ -110,6 +137,8 @@ pub struct Task {
     pub id: String,
     pub plugin: String,
     pub owner: TaskOwner,
+    /// The client it counts against.
+    quota: QuotaKey,
     pub design: TaskDesign,
     created: SystemTime,
     ttl: Duration,
@@ -148,6 +177,7 @@ impl Task {
             }
             change(&mut state);
             state.updated = SystemTime::now();
+            state.changed_at = next_change();
         }
         self.changed.send_modify(|n| *n += 1);
         true
@@ -172,16 +202,18 @@ impl Task {
         })
     }
 
-    /// Ends the task with its outcome: `failed` for an error, and in the experimental design
-    /// also for a tool result with `isError`; `completed` otherwise.
+    /// Ends the task with its outcome: `failed` for an error (its message is the status
+    /// message), and in the experimental design also for a tool result with `isError`;
+    /// `completed` otherwise.
     pub fn finish(&self, outcome: Result<Value, ErrorObject>) -> bool {
         let failed = match &outcome {
             Err(_) => true,
             Ok(result) => self.design == TaskDesign::Experimental && result.get("isError") == Some(&Value::Bool(true)),
         };
+        let message = outcome.as_ref().err().map(|e| e.message.clone());
         self.update(|s| {
             s.status = if failed { TaskStatus::Failed } else { TaskStatus::Completed };
-            s.message = None;
+            s.message = message;
             s.outstanding.clear();
             s.outcome = Some(outcome);
         })
@@ -296,30 +328,55 @@ impl Task {
     }
 }
 
+/// The next number in the order of task changes.
+fn next_change() -> u64 {
+    static CHANGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    CHANGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 fn rfc3339(at: SystemTime) -> String {
     time::OffsetDateTime::from(at).format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// Why a task id leads to no task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// Never created, expired, another owner's, or evicted too long ago to be remembered.
+    Unknown,
+    /// The task had finished and was evicted to make room for others.
+    Evicted,
 }
 
 /// Every task of the process.
 #[derive(Debug, Default)]
 pub struct TaskStore {
-    tasks: Mutex<HashMap<String, Arc<Task>>>,
+    held: Mutex<Held>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    tasks: HashMap<String, Arc<Task>>,
+    /// Ids (with their owners) of the last `MAX_EVICTED_REMEMBERED` tasks evicted, oldest first.
+    evicted: VecDeque<(String, TaskOwner)>,
 }
 
 impl TaskStore {
-    /// A task of `plugin` for `owner`, kept for `ttl` (cut to the allowed range). Expired tasks
-    /// are freed first, and unfinished ones among them cancelled.
-    pub fn create(&self, plugin: &str, owner: TaskOwner, design: TaskDesign, ttl: Option<Duration>) -> Result<Arc<Task>, TaskError> {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A task of `plugin` for `owner`, counted against `quota`, kept for `ttl` (cut to the
+    /// allowed range). Expired tasks are freed first, and unfinished ones among them cancelled;
+    /// then finished tasks are evicted as the limits need (see the module's description).
+    pub fn create(&self, plugin: &str, owner: TaskOwner, quota: QuotaKey, design: TaskDesign, ttl: Option<Duration>) -> Result<Arc<Task>, TaskError> {
         let ttl = ttl.unwrap_or(DEFAULT_TTL).clamp(MIN_TTL, MAX_TTL);
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        sweep(&mut tasks);
-        if tasks.len() >= MAX_TASKS {
-            return Err(TaskError::Full);
-        }
-        let unfinished = tasks.values().filter(|t| t.plugin == plugin && !t.status().is_terminal()).count();
+        let mut held = self.held();
+        sweep(&mut held.tasks);
+        let unfinished = held.tasks.values().filter(|t| t.plugin == plugin && !t.status().is_terminal()).count();
         if unfinished >= MAX_UNFINISHED_PER_PLUGIN {
             return Err(TaskError::PluginFull(plugin.to_owned()));
         }
+        held.make_room(&quota)?;
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|_| TaskError::NoRandom)?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -328,6 +385,7 @@ impl TaskStore {
             id: id.clone(),
             plugin: plugin.to_owned(),
             owner,
+            quota,
             design,
             created: now,
             ttl,
@@ -337,53 +395,109 @@ impl TaskStore {
                 status: TaskStatus::Working,
                 message: None,
                 updated: now,
+                changed_at: next_change(),
                 outcome: None,
                 outstanding: Vec::new(),
                 answered: Vec::new(),
             }),
             changed: watch::channel(0).0,
         });
-        tasks.insert(id, Arc::clone(&task));
+        held.tasks.insert(id, Arc::clone(&task));
         Ok(task)
     }
 
-    /// The task with this id, if `owner` may see it and it has not expired.
-    pub fn get(&self, id: &str, owner: &TaskOwner) -> Option<Arc<Task>> {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        sweep(&mut tasks);
-        tasks.get(id).filter(|t| &t.owner == owner).cloned()
+    /// The task with this id, if `owner` may see it and it has not expired; or whether it was
+    /// evicted.
+    pub fn get(&self, id: &str, owner: &TaskOwner) -> Result<Arc<Task>, Missing> {
+        let mut held = self.held();
+        sweep(&mut held.tasks);
+        if let Some(task) = held.tasks.get(id).filter(|t| &t.owner == owner) {
+            return Ok(Arc::clone(task));
+        }
+        if held.evicted.iter().any(|(evicted, of)| evicted == id && of == owner) {
+            return Err(Missing::Evicted);
+        }
+        Err(Missing::Unknown)
     }
 
     /// Every task `owner` may see, oldest first.
     pub fn list(&self, owner: &TaskOwner) -> Vec<Arc<Task>> {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        sweep(&mut tasks);
-        let mut owned: Vec<Arc<Task>> = tasks.values().filter(|t| &t.owner == owner).cloned().collect();
+        let mut held = self.held();
+        sweep(&mut held.tasks);
+        let mut owned: Vec<Arc<Task>> = held.tasks.values().filter(|t| &t.owner == owner).cloned().collect();
         owned.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
         owned
     }
 
     /// Cancels and forgets every task of `owner` (a legacy session that ended).
     pub fn drop_owner(&self, owner: &TaskOwner) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        tasks.retain(|_, task| {
+        let mut held = self.held();
+        held.tasks.retain(|_, task| {
             if &task.owner != owner {
                 return true;
             }
             task.cancel("the session that created the task ended");
             false
         });
+        held.evicted.retain(|(_, of)| of != owner);
     }
 
     /// Tasks held now.
     pub fn len(&self) -> usize {
-        self.tasks.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.held().tasks.len()
     }
 
     /// Whether no task is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+impl Held {
+    /// Room for one more task of `quota`: a client at its quota gives up its own oldest
+    /// finished task, and a full store the oldest finished task of the client holding most.
+    fn make_room(&mut self, quota: &QuotaKey) -> Result<(), TaskError> {
+        let own = self.tasks.values().filter(|t| &t.quota == quota).count();
+        if own >= MAX_TASKS_PER_CLIENT {
+            let oldest = oldest_finished(self.tasks.values().filter(|t| &t.quota == quota)).ok_or(TaskError::ClientFull)?;
+            self.evict(&oldest);
+        }
+        if self.tasks.len() >= MAX_TASKS {
+            let mut counts: HashMap<&QuotaKey, usize> = HashMap::new();
+            for task in self.tasks.values() {
+                *counts.entry(&task.quota).or_default() += 1;
+            }
+            let mut clients: Vec<(&QuotaKey, usize)> = counts.into_iter().collect();
+            clients.sort_by_key(|(_, held)| std::cmp::Reverse(*held));
+            // The heaviest client with a finished task gives one up.
+            let oldest = clients
+                .iter()
+                .find_map(|(client, _)| oldest_finished(self.tasks.values().filter(|t| &t.quota == *client)))
+                .ok_or(TaskError::Full)?;
+            self.evict(&oldest);
+        }
+        Ok(())
+    }
+
+    fn evict(&mut self, id: &str) {
+        let Some(task) = self.tasks.remove(id) else { return };
+        tracing::info!(plugin = %task.plugin, task = %task.id, "a finished task was evicted to make room for another");
+        if self.evicted.len() >= MAX_EVICTED_REMEMBERED {
+            self.evicted.pop_front();
+        }
+        self.evicted.push_back((task.id.clone(), task.owner.clone()));
+    }
+}
+
+/// The id of the task among `tasks` that finished first, if any did.
+fn oldest_finished<'a>(tasks: impl Iterator<Item = &'a Arc<Task>>) -> Option<String> {
+    tasks
+        .filter_map(|t| {
+            let state = t.state();
+            state.status.is_terminal().then(|| (state.changed_at, t.id.clone()))
+        })
+        .min()
+        .map(|(_, id)| id)
 }
 
 /// Frees expired tasks, cancelling the unfinished ones.

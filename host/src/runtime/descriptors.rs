@@ -1,31 +1,46 @@
-//! Descriptor budgets: how many host file descriptors the calls of one plugin, and all plugins
-//! together, may hold, so that no plugin can make another plugin's call fail for want of one.
+//! Descriptor budgets: how many host file descriptors the calls of one plugin may hold, so that
+//! no plugin can make another plugin's call (or the host) fail for want of one.
+//!
+//! The process pool is the open-file limit less a reserve for the host's own files and sockets.
+//! Each plugin that can hold descriptors (one granted files or network) reserves its budget out
+//! of the process pool when it is loaded, and gives it back when it is dropped: the budgets of
+//! the plugins loaded never add up to more than the pool, so each plugin always gets up to its
+//! own budget, whatever the others hold. A budget larger than what is left is cut to what is
+//! left (a folder's plugins are cut in proportion first, see `fit`); a plugin for which fewer
+//! than `MIN_BUDGET` are left is refused at load.
 //!
 //! A call's descriptors (its preopened directories, the files and directories it opens, its
 //! directory listings and HTTP connections) all hang off entries of its resource table, so the
 //! call is charged conservatively: before each operation that opens a descriptor, it must hold
 //! budget for every entry of its table plus its preopens plus the new one. The budget is taken
-//! from its plugin's pool and from the process's pool, and given back when the call ends. The
-//! process pool is the open-file limit less a reserve for the host's own files and sockets.
+//! from its plugin's pool, and given back when the call ends.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::policy::Grant;
 
 /// Descriptors kept back from the plugins for the host itself (transports, cache, logs).
 pub(crate) const HOST_RESERVE: u64 = 1024;
 /// The smallest process pool, whatever the open-file limit says.
 const MIN_PROCESS_POOL: u64 = 256;
+/// The smallest budget a plugin that can hold descriptors is loaded with (the smallest a grant
+/// may name).
+pub(crate) const MIN_BUDGET: u64 = 16;
 
-/// A pool of descriptors shared by several calls.
+/// A pool of descriptors: the process's, whose budget is reserved by plugins, or a plugin's,
+/// whose budget is held by its calls.
 #[derive(Debug)]
 pub(crate) struct DescriptorPool {
     limit: u64,
     used: AtomicU64,
+    /// The part of the process's pool this (a plugin's) pool holds, given back when it is dropped.
+    reserved: Option<Arc<DescriptorPool>>,
 }
 
 impl DescriptorPool {
     pub(crate) fn new(limit: u64) -> Self {
-        DescriptorPool { limit, used: AtomicU64::new(0) }
+        DescriptorPool { limit, used: AtomicU64::new(0), reserved: None }
     }
 
     /// The process's pool: the open-file limit (its soft limit raised to the hard limit first)
@@ -47,59 +62,117 @@ impl DescriptorPool {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
 
-    /// Descriptors currently held from this pool.
+    /// Descriptors currently held from this pool (for the process's pool: reserved by plugins).
     pub(crate) fn used(&self) -> u64 {
         self.used.load(Ordering::Acquire)
     }
-}
 
-/// Which pool had no room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Exhausted {
-    Plugin(u64),
-    Process(u64),
-}
+    /// Descriptors of this pool nobody holds or reserves.
+    pub(crate) fn free(&self) -> u64 {
+        self.limit.saturating_sub(self.used())
+    }
 
-impl std::fmt::Display for Exhausted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Exhausted::Plugin(limit) => write!(f, "descriptors (the plugin's budget of {limit})"),
-            Exhausted::Process(limit) => write!(f, "descriptors (the host's budget of {limit} for all plugins)"),
+    /// A plugin's pool of `wanted` descriptors reserved out of this (the process's) pool; of
+    /// fewer when fewer are left (its limit then says how many), or none when fewer than
+    /// `MIN_BUDGET` are left.
+    pub(crate) fn reserve(process: &Arc<DescriptorPool>, wanted: u64) -> Result<DescriptorPool, Unreserved> {
+        if wanted == 0 {
+            return Ok(DescriptorPool::new(0));
+        }
+        let mut granted = 0;
+        let reserved = process.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            granted = wanted.min(process.limit.saturating_sub(used));
+            (granted >= wanted.min(MIN_BUDGET)).then_some(used + granted)
+        });
+        match reserved {
+            Ok(_) => Ok(DescriptorPool { limit: granted, used: AtomicU64::new(0), reserved: Some(Arc::clone(process)) }),
+            Err(used) => Err(Unreserved { wanted, left: process.limit.saturating_sub(used), pool: process.limit }),
         }
     }
 }
 
-/// What one call holds from its plugin's pool and the process's pool; all of it is given back
-/// when the call ends.
+impl Drop for DescriptorPool {
+    fn drop(&mut self) {
+        if let Some(process) = &self.reserved {
+            process.give(self.limit);
+        }
+    }
+}
+
+/// A plugin's budget found no room in the process's pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "its descriptor budget ({wanted}) does not fit: {left} of the host's {pool} descriptors for plugins are left, the rest is reserved by the plugins loaded before it (fix: lower `limits.descriptors` in the grants of the plugins that grant files or network, or raise the open-file limit: `ulimit -n`, `LimitNOFILE=`)"
+)]
+pub struct Unreserved {
+    pub wanted: u64,
+    pub left: u64,
+    pub pool: u64,
+}
+
+/// The plugin's pool had no room: its budget (`0`) is spent by its own running calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Exhausted(pub(crate) u64);
+
+impl std::fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "descriptors (the plugin's budget of {})", self.0)
+    }
+}
+
+/// Descriptors a plugin with `grant` is reserved: none without files or network (it can open
+/// nothing), else its budget, or less when its calls could never hold that much (each of its
+/// `concurrency` calls at most a full resource table and its preopens, and its outgoing
+/// requests in flight).
+pub(crate) fn wanted(grant: &Grant) -> u64 {
+    let files = if grant.files.is_empty() { 0 } else { super::sandbox::MAX_RESOURCES as u64 + grant.files.len() as u64 + 1 };
+    let network = if grant.network.is_empty() { 0 } else { super::http::MAX_REQUESTS_IN_FLIGHT as u64 };
+    grant.limits.descriptors.min((files + network).saturating_mul(u64::from(grant.limits.concurrency.max(1))))
+}
+
+/// Fits the budgets of plugins about to load into the `free` descriptors of the process's pool:
+/// when what they want (`wanted`) adds up to more, each budget is cut to its share, in
+/// proportion, and the warning naming them and the fix is returned.
+pub(crate) fn fit<'a>(plugins: impl Iterator<Item = (&'a str, &'a mut Grant)>, free: u64, pool: u64) -> Option<String> {
+    let mut wanting: Vec<(&str, &mut Grant, u64)> =
+        plugins.map(|(id, grant)| (id, wanted(grant), grant)).filter(|(_, wanted, _)| *wanted > 0).map(|(id, wanted, grant)| (id, grant, wanted)).collect();
+    let total: u64 = wanting.iter().map(|(_, _, wanted)| wanted).sum();
+    if total <= free {
+        return None;
+    }
+    let named: Vec<String> = wanting.iter().map(|(id, _, wanted)| format!("`{id}` {wanted}")).collect();
+    for (_, grant, wanted) in &mut wanting {
+        let share = u128::from(*wanted) * u128::from(free) / u128::from(total);
+        grant.limits.descriptors = u64::try_from(share).unwrap_or(u64::MAX).max(MIN_BUDGET.min(*wanted));
+    }
+    Some(format!(
+        "the descriptor budgets of the plugins that grant files or network ({}) add up to {total}, more than the {free} left of the host's {pool} for plugins: each is cut to its share (fix: lower `limits.descriptors` in their grants, or raise the open-file limit: `ulimit -n`, `LimitNOFILE=`)",
+        named.join(", ")
+    ))
+}
+
+/// What one call holds from its plugin's pool; all of it is given back when the call ends.
 #[derive(Debug)]
 pub(crate) struct CallDescriptors {
     plugin: Arc<DescriptorPool>,
-    process: Arc<DescriptorPool>,
     held: u64,
 }
 
 impl CallDescriptors {
-    pub(crate) fn new(plugin: Arc<DescriptorPool>, process: Arc<DescriptorPool>) -> Self {
-        CallDescriptors { plugin, process, held: 0 }
+    pub(crate) fn new(plugin: Arc<DescriptorPool>) -> Self {
+        CallDescriptors { plugin, held: 0 }
     }
 
     /// Makes the call hold exactly `n` descriptors' worth of budget: takes more, or gives back
-    /// what it no longer needs. Nothing changes when a pool has no room.
+    /// what it no longer needs. Nothing changes when the pool has no room.
     pub(crate) fn hold(&mut self, n: u64) -> Result<(), Exhausted> {
         if n <= self.held {
-            let extra = self.held - n;
-            self.plugin.give(extra);
-            self.process.give(extra);
+            self.plugin.give(self.held - n);
             self.held = n;
             return Ok(());
         }
-        let more = n - self.held;
-        if !self.plugin.take(more) {
-            return Err(Exhausted::Plugin(self.plugin.limit));
-        }
-        if !self.process.take(more) {
-            self.plugin.give(more);
-            return Err(Exhausted::Process(self.process.limit));
+        if !self.plugin.take(n - self.held) {
+            return Err(Exhausted(self.plugin.limit));
         }
         self.held = n;
         Ok(())
@@ -109,7 +182,6 @@ impl CallDescriptors {
 impl Drop for CallDescriptors {
     fn drop(&mut self) {
         self.plugin.give(self.held);
-        self.process.give(self.held);
     }
 }
 
@@ -117,27 +189,21 @@ impl Drop for CallDescriptors {
 #[derive(Debug)]
 pub(crate) struct HeldDescriptor {
     plugin: Arc<DescriptorPool>,
-    process: Arc<DescriptorPool>,
 }
 
 impl HeldDescriptor {
-    /// Takes one descriptor from both pools, or says which had no room.
-    pub(crate) fn take(plugin: &Arc<DescriptorPool>, process: &Arc<DescriptorPool>) -> Result<HeldDescriptor, Exhausted> {
+    /// Takes one descriptor from the plugin's pool, or says it had no room.
+    pub(crate) fn take(plugin: &Arc<DescriptorPool>) -> Result<HeldDescriptor, Exhausted> {
         if !plugin.take(1) {
-            return Err(Exhausted::Plugin(plugin.limit));
+            return Err(Exhausted(plugin.limit));
         }
-        if !process.take(1) {
-            plugin.give(1);
-            return Err(Exhausted::Process(process.limit));
-        }
-        Ok(HeldDescriptor { plugin: plugin.clone(), process: process.clone() })
+        Ok(HeldDescriptor { plugin: plugin.clone() })
     }
 }
 
 impl Drop for HeldDescriptor {
     fn drop(&mut self) {
         self.plugin.give(1);
-        self.process.give(1);
     }
 }
 
@@ -160,32 +226,84 @@ fn open_file_limit() -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_call_holds_what_it_asks_and_gives_it_all_back() {
-        let plugin = Arc::new(DescriptorPool::new(10));
-        let process = Arc::new(DescriptorPool::new(100));
-        let mut call = CallDescriptors::new(plugin.clone(), process.clone());
-        call.hold(4).expect("room");
-        call.hold(7).expect("room");
-        assert_eq!((plugin.used(), process.used()), (7, 7));
-        call.hold(2).expect("shrinks");
-        assert_eq!((plugin.used(), process.used()), (2, 2));
-        drop(call);
-        assert_eq!((plugin.used(), process.used()), (0, 0));
+    fn file_grant(descriptors: u64) -> Grant {
+        let mut grant = Grant::default();
+        grant.files.push(crate::policy::FsGrant { host: "/tmp".into(), guest: "/data".into(), mode: crate::policy::FsMode::ReadOnly });
+        grant.limits.descriptors = descriptors;
+        grant
     }
 
     #[test]
-    fn one_plugin_cannot_take_what_belongs_to_another() {
-        let process = Arc::new(DescriptorPool::new(12));
-        let greedy = Arc::new(DescriptorPool::new(8));
-        let modest = Arc::new(DescriptorPool::new(8));
-        let mut a = CallDescriptors::new(greedy.clone(), process.clone());
-        let mut b = CallDescriptors::new(greedy.clone(), process.clone());
-        a.hold(8).expect("the plugin's whole budget");
-        assert_eq!(b.hold(1), Err(Exhausted::Plugin(8)), "a second call of the same plugin finds its budget spent");
-        let mut c = CallDescriptors::new(modest.clone(), process.clone());
-        c.hold(4).expect("another plugin still gets descriptors");
-        assert_eq!(c.hold(5), Err(Exhausted::Process(12)));
-        assert_eq!((modest.used(), process.used()), (4, 12), "a refused hold takes nothing");
+    fn a_call_holds_what_it_asks_and_gives_it_all_back() {
+        let process = Arc::new(DescriptorPool::new(100));
+        let plugin = Arc::new(DescriptorPool::reserve(&process, 10).expect("room"));
+        let mut call = CallDescriptors::new(plugin.clone());
+        call.hold(4).expect("room");
+        call.hold(7).expect("room");
+        assert_eq!((plugin.used(), process.used()), (7, 10), "the process pool counts the plugin's reservation, not its calls");
+        call.hold(2).expect("shrinks");
+        assert_eq!(plugin.used(), 2);
+        assert_eq!(call.hold(11), Err(Exhausted(10)));
+        drop(call);
+        assert_eq!(plugin.used(), 0);
+        drop(plugin);
+        assert_eq!(process.used(), 0, "a dropped plugin gives its reservation back");
+    }
+
+    #[test]
+    fn each_plugin_gets_its_whole_budget_whatever_the_others_hold() {
+        let process = Arc::new(DescriptorPool::new(40));
+        let greedy = Arc::new(DescriptorPool::reserve(&process, 24).expect("room"));
+        let modest = Arc::new(DescriptorPool::reserve(&process, 24).expect("what is left"));
+        assert_eq!((greedy.limit(), modest.limit()), (24, 16), "a budget larger than what is left is cut to it");
+        let mut a = CallDescriptors::new(greedy.clone());
+        let mut b = CallDescriptors::new(greedy.clone());
+        a.hold(24).expect("the plugin's whole budget");
+        assert_eq!(b.hold(1), Err(Exhausted(24)), "a second call of the same plugin finds its budget spent");
+        assert_eq!(HeldDescriptor::take(&greedy).unwrap_err(), Exhausted(24));
+        let mut c = CallDescriptors::new(modest.clone());
+        c.hold(16).expect("another plugin still gets its whole budget");
+        assert_eq!(DescriptorPool::reserve(&process, 8).unwrap_err(), Unreserved { wanted: 8, left: 0, pool: 40 }, "nothing is left to reserve");
+        assert!(DescriptorPool::reserve(&process, 0).is_ok(), "a plugin that can open nothing needs nothing");
+    }
+
+    #[test]
+    fn a_budget_is_cut_to_what_is_left_but_never_below_the_smallest() {
+        let process = Arc::new(DescriptorPool::new(100));
+        let first = DescriptorPool::reserve(&process, 90).expect("room");
+        let refused = DescriptorPool::reserve(&process, 64).unwrap_err();
+        assert_eq!(refused, Unreserved { wanted: 64, left: 10, pool: 100 });
+        let message = refused.to_string();
+        assert!(message.contains("(64)") && message.contains("10 of the host's 100") && message.contains("fix: lower `limits.descriptors`"), "{message}");
+        assert_eq!(process.used(), 90, "a refusal reserves nothing");
+        assert_eq!(DescriptorPool::reserve(&process, 8).expect("a small budget fits whole").limit(), 8);
+        drop(first);
+        assert_eq!(process.used(), 0);
+    }
+
+    #[test]
+    fn a_plugin_that_can_open_nothing_is_reserved_nothing_and_a_network_one_what_it_can_hold() {
+        assert_eq!(wanted(&Grant::default()), 0);
+        assert_eq!(wanted(&file_grant(4096)), 4096);
+        let network = Grant {
+            network: crate::policy::OutboundRules::parse(&["https://example.com".to_owned()]).expect("a rule"),
+            limits: crate::policy::Limits { concurrency: 4, ..crate::policy::Limits::default() },
+            ..Grant::default()
+        };
+        assert_eq!(wanted(&network), 4 * super::super::http::MAX_REQUESTS_IN_FLIGHT as u64, "four calls of sixteen requests each");
+    }
+
+    #[test]
+    fn budgets_that_do_not_fit_are_cut_in_proportion_with_a_warning() {
+        let mut grants = [("a", file_grant(4096)), ("b", file_grant(4096)), ("c", file_grant(2048)), ("none", Grant::default())];
+        assert_eq!(fit(grants.iter_mut().map(|(id, g)| (*id, g)), 20_000, 20_000), None, "10240 fit in 20000");
+        let warning = fit(grants.iter_mut().map(|(id, g)| (*id, g)), 5_120, 18_976).expect("10240 do not fit in 5120");
+        let budgets: Vec<u64> = grants.iter().map(|(_, g)| g.limits.descriptors).collect();
+        assert_eq!(budgets, [2048, 2048, 1024, Grant::default().limits.descriptors], "half each; a plugin that opens nothing keeps its grant");
+        assert!(budgets[..3].iter().sum::<u64>() <= 5_120);
+        for expected in ["`a` 4096", "`b` 4096", "`c` 2048", "add up to 10240", "5120 left of the host's 18976", "fix: lower `limits.descriptors`"] {
+            assert!(warning.contains(expected), "`{expected}` missing from: {warning}");
+        }
+        assert!(!warning.contains("none"), "{warning}");
     }
 }

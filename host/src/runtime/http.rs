@@ -59,8 +59,8 @@ pub(crate) struct HttpPolicy {
     pub(crate) egress: Egress,
     pub(crate) in_flight: Arc<Semaphore>,
     pub(crate) budget: Arc<ResponseBudget>,
-    /// The plugin's and the process's descriptor pools: each connection holds one.
-    pub(crate) descriptors: (Arc<DescriptorPool>, Arc<DescriptorPool>),
+    /// The plugin's descriptor pool: each connection holds one.
+    pub(crate) descriptors: Arc<DescriptorPool>,
 }
 
 type ResponseFuture = Box<
@@ -129,7 +129,7 @@ impl WasiHttpHooks for HttpPolicy {
             self.recorder.refuse(RefusalKind::Resources, &format!("outgoing requests in flight (limit {MAX_REQUESTS_IN_FLIGHT})"));
             return denied(wasmtime_wasi_http::Error::ConnectionLimitReached);
         };
-        let descriptor = match HeldDescriptor::take(&self.descriptors.0, &self.descriptors.1) {
+        let descriptor = match HeldDescriptor::take(&self.descriptors) {
             Ok(held) => held,
             Err(exhausted) => {
                 self.recorder.refuse(RefusalKind::Resources, &exhausted.to_string());

@@ -98,6 +98,8 @@ pub struct LoadReport {
     /// Loaded plugins, sorted by id.
     pub plugins: Vec<LoadedPlugin>,
     pub problems: Vec<LoadProblem>,
+    /// What loaded, but not as configured (descriptor budgets cut to fit the host's pool).
+    pub warnings: Vec<String>,
     /// Distinct components compiled or read from the cache: files with the same content share one.
     pub components: usize,
 }
@@ -187,15 +189,23 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // granted directory is opened (pinned) before any plugin code runs, so no plugin can race
     // another plugin's grant between the check and the open.
     let refused = file_grant_conflicts(runtime, dir, config, &admitted);
+    admitted.retain(|(id, path, _)| {
+        let conflicts: Vec<&str> = refused.iter().filter(|c| &c.plugin == id).map(|c| c.message.as_str()).collect();
+        if !conflicts.is_empty() {
+            report.problems.push(LoadProblem { path: path.clone(), reason: format!("plugin `{id}` not loaded: {}", conflicts.join("; ")) });
+        }
+        conflicts.is_empty()
+    });
+    // Every plugin's descriptor budget is reserved out of the process's pool when its sandbox
+    // is made; budgets that do not fit together are cut in proportion first, not first come.
+    let pool = &runtime.services.descriptors;
+    if let Some(warning) = super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit()) {
+        tracing::warn!("{warning}");
+        report.warnings.push(warning);
+    }
     let compiles = Compiles::new();
     let mut tasks = Vec::new();
     for (id, path, grant) in admitted {
-        let conflicts: Vec<&str> =
-            refused.iter().filter(|c| c.plugin == id).map(|c| c.message.as_str()).collect();
-        if !conflicts.is_empty() {
-            report.problems.push(LoadProblem { path, reason: format!("plugin `{id}` not loaded: {}", conflicts.join("; ")) });
-            continue;
-        }
         let sandbox = match Sandbox::new(&id, grant.clone(), runtime.services.clone()) {
             Ok(sandbox) => sandbox,
             Err(err) => {

@@ -23,7 +23,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::audit::DescriptorPaths;
 use super::host::CallBudgets;
-use super::descriptors::{CallDescriptors, DescriptorPool, Exhausted};
+use super::descriptors::{CallDescriptors, DescriptorPool, Exhausted, Unreserved};
 use super::egress::{Egress, ResponseBudget};
 use super::http::{HttpPolicy, InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
 use super::output::{LogSink, OutputBudget, Stream};
@@ -47,7 +47,7 @@ const MAX_TABLES: usize = 64;
 /// pollables, wasi:http fields and bodies). Each open file is also a host descriptor, so this
 /// bounds the descriptors one call can hold; together with `HTTP_FIELDS_BYTES` it bounds the
 /// header memory one call can hold (10,000 entries of 128 KiB each once reached 1.3 GB).
-const MAX_RESOURCES: usize = 1024;
+pub(crate) const MAX_RESOURCES: usize = 1024;
 /// In-memory bytes of one wasi:http `fields` resource (headers or trailers); wasi:http's own
 /// default is 128 KiB.
 const HTTP_FIELDS_BYTES: usize = 32 << 10;
@@ -68,6 +68,9 @@ pub enum SandboxError {
     /// A secret's value cannot be read or is not a header value (the value is never shown).
     #[error("the secret `{header}` for {target} ({source_name}) {why}")]
     Secret { header: String, target: String, source_name: String, why: &'static str },
+    /// No room is left in the process's descriptor pool for the plugin's budget.
+    #[error(transparent)]
+    Descriptors(#[from] Unreserved),
 }
 
 /// Longest secret file read.
@@ -94,12 +97,12 @@ pub(crate) struct Sandbox {
     dirs: Arc<[PinnedDir]>,
     secrets: Arc<[InjectedSecret]>,
     services: HostServices,
-    /// Descriptors all calls of this plugin may hold together.
+    /// Descriptors all calls of this plugin may hold together, reserved out of the process's.
     descriptors: Arc<DescriptorPool>,
 }
 
 /// What the runtime shares with every plugin's sandbox: the outgoing connector and the
-/// process's descriptor pool.
+/// process's descriptor pool (which plugins reserve their budgets from).
 #[derive(Debug, Clone)]
 pub(crate) struct HostServices {
     pub(crate) egress: Egress,
@@ -118,16 +121,29 @@ pub(crate) enum PrepareError {
 }
 
 impl Sandbox {
-    /// Opens every granted directory and keeps the handles; reads every secret's value.
+    /// Opens every granted directory and keeps the handles; reads every secret's value;
+    /// reserves the plugin's descriptor budget (cut to what is left, with a warning).
     ///
     /// # Errors
     /// A directory that cannot be opened (or is a symlink), a system where an open handle
-    /// cannot be re-opened through `/proc/self/fd`, or a secret that cannot be read.
-    pub(crate) fn new(plugin: &str, grant: Grant, services: HostServices) -> Result<Sandbox, SandboxError> {
+    /// cannot be re-opened through `/proc/self/fd`, a secret that cannot be read, or no room
+    /// left for the descriptor budget.
+    pub(crate) fn new(plugin: &str, mut grant: Grant, services: HostServices) -> Result<Sandbox, SandboxError> {
         let dirs = grant.files.iter().map(|dir| pin(&dir.host, &dir.guest, dir.mode)).collect::<Result<Vec<_>, _>>()?;
         let secrets = grant.secrets.iter().map(read_secret).collect::<Result<Vec<_>, _>>()?;
         let rules = Arc::new(grant.network.clone());
-        let grant_descriptors = grant.limits.descriptors;
+        let wanted = super::descriptors::wanted(&grant);
+        let descriptors = DescriptorPool::reserve(&services.descriptors, wanted)?;
+        if descriptors.limit() < wanted {
+            tracing::warn!(
+                %plugin,
+                budget = wanted,
+                reserved = descriptors.limit(),
+                pool = services.descriptors.limit(),
+                "the plugin's descriptor budget is cut to what the plugins loaded before it left (fix: lower `limits.descriptors` in their grants, or raise the open-file limit)"
+            );
+            grant.limits.descriptors = descriptors.limit();
+        }
         Ok(Sandbox {
             plugin: Arc::from(plugin),
             grant: Arc::new(grant),
@@ -135,7 +151,7 @@ impl Sandbox {
             refusals: Arc::new(RefusalCounters::default()),
             dirs: dirs.into(),
             secrets: secrets.into(),
-            descriptors: Arc::new(DescriptorPool::new(grant_descriptors)),
+            descriptors: Arc::new(descriptors),
             services,
         })
     }
@@ -231,7 +247,7 @@ impl HostState {
         let grant = &sandbox.grant;
         let recorder = Recorder::new(sandbox.plugin.clone(), cx.request_id.clone(), operation, sandbox.refusals.clone());
         let preopens = sandbox.dirs.len() as u64;
-        let mut descriptors = CallDescriptors::new(sandbox.descriptors.clone(), sandbox.services.descriptors.clone());
+        let mut descriptors = CallDescriptors::new(sandbox.descriptors.clone());
         if let Err(exhausted) = descriptors.hold(preopens) {
             recorder.refuse(RefusalKind::Resources, &exhausted.to_string());
             return Err(PrepareError::Descriptors(exhausted));
@@ -267,7 +283,7 @@ impl HostState {
                 rules: sandbox.rules.clone(),
                 secrets: sandbox.secrets.clone(),
                 egress: sandbox.services.egress.clone(),
-                descriptors: (sandbox.descriptors.clone(), sandbox.services.descriptors.clone()),
+                descriptors: sandbox.descriptors.clone(),
                 in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
                 budget: Arc::new(ResponseBudget::new(grant.limits.memory)),
             },

@@ -141,6 +141,9 @@ pub struct Session {
     /// Serves 2026-07-28 requests only: a request without the `_meta` of that revision is
     /// refused instead of being taken for a legacy session's.
     stateless: bool,
+    /// What the transport knows of the client (its address), when a session is not one client:
+    /// the tasks it creates count against this client's quota.
+    client: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -152,16 +155,21 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A session of `server` whose outgoing messages go to `out`.
     pub fn new(server: Arc<Server>, out: Outbound) -> Arc<Session> {
-        Session::build(server, out, false)
+        Session::build(server, out, false, None)
     }
 
     /// A session that serves only 2026-07-28 requests (one HTTP request without a session):
     /// `initialize` and everything else without that revision's `_meta` is refused.
     pub fn stateless(server: Arc<Server>, out: Outbound) -> Arc<Session> {
-        Session::build(server, out, true)
+        Session::build(server, out, true, None)
     }
 
-    fn build(server: Arc<Server>, out: Outbound, stateless: bool) -> Arc<Session> {
+    /// `stateless`, for a request from `client` (its address): its tasks count against it.
+    pub fn stateless_from(server: Arc<Server>, out: Outbound, client: &str) -> Arc<Session> {
+        Session::build(server, out, true, Some(Arc::from(client)))
+    }
+
+    fn build(server: Arc<Server>, out: Outbound, stateless: bool, client: Option<Arc<str>>) -> Arc<Session> {
         static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
             id: SESSIONS.fetch_add(1, Ordering::Relaxed),
@@ -182,6 +190,7 @@ impl Session {
             generation: AtomicU64::new(0),
             input_ended: CancellationToken::new(),
             stateless,
+            client,
         })
     }
 

@@ -16,8 +16,16 @@
 //! A tool that requires a task always gets one.
 //!
 //! A task's plugin runs are ordinary calls: same sandbox, deadline and limits per run, in a fresh
-//! instance each. The task itself is bounded by the store and stopped when its time to live
-//! runs out or it is cancelled.
+//! instance each. The task itself is bounded by the store (per client, per plugin and in total;
+//! a refusal is `SERVER_BUSY`) and stopped when its time to live runs out or it is cancelled.
+//!
+//! How a run's end becomes a status: a result is `completed`, the tool's own error result
+//! (`isError`) included on 2026-07-28, `failed` on 2025-11-25 (each design's rule); a run that
+//! failed in the host's hands (the plugin trapped, hit its deadline or a limit, returned
+//! malformed output or reported a failure) is `failed` on both: on 2026-07-28 with that fault as
+//! the task's JSON-RPC error (SEP-2663 keeps `failed` for these), on 2025-11-25 with the
+//! `isError` result the call would have answered directly (`tasks/result` answers exactly that).
+//! A plugin's `invalid-params` is `failed` with `-32602`, a cancelled run `cancelled`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,15 +33,16 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::methods::{Notifier, required_str};
+use super::methods::{Notifier, call_result_json, required_str, route_error, to_json};
 use super::rounds::{Finished, Target};
 use super::server::Change;
-use super::{Era, Session};
+use super::{Era, SERVER_BUSY, Session};
 use crate::input::{Outcome, RequestContext};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line};
-use crate::plugin::{CallContext, EVENT_QUEUE};
-use crate::protocol::TaskSupport;
-use crate::tasks::{Task, TaskDesign, TaskOwner, TaskStatus};
+use crate::plugin::{CallContext, EVENT_QUEUE, PluginError};
+use crate::protocol::{CallToolResult, TaskSupport};
+use crate::router::RouteError;
+use crate::tasks::{Missing, QuotaKey, Task, TaskDesign, TaskError, TaskOwner, TaskStatus};
 
 /// How long the first run of a call that may become a 2026-07-28 task runs before the call is
 /// turned into a task.
@@ -102,6 +111,24 @@ impl Session {
         }
     }
 
+    /// The client the tasks created here count against: what the transport knows of it, or
+    /// this session (a legacy session or stdio is one client).
+    fn task_quota(&self) -> QuotaKey {
+        self.client.clone().map_or(QuotaKey::Session(self.id), QuotaKey::Client)
+    }
+
+    /// The task `id` of `owner`, or the error that says why there is none.
+    fn owned_task(&self, id: &str, owner: &TaskOwner) -> Result<Arc<Task>, ErrorObject> {
+        self.server.tasks.get(id, owner).map_err(|missing| match missing {
+            Missing::Unknown => ErrorObject::new(INVALID_PARAMS, format!("unknown task `{}`", shown(id))),
+            Missing::Evicted => ErrorObject::new(
+                INVALID_PARAMS,
+                format!("task `{}` had finished and its result was evicted to make room for other tasks; run the call again", shown(id)),
+            )
+            .with_data(json!({"taskId": shown(id), "evicted": true})),
+        })
+    }
+
     /// A context for a task's runs: its own events (pumped to the server and, on a legacy
     /// session, to the client) and its own cancellation.
     fn task_context(self: &Arc<Self>, cx: &CallContext, context: RequestContext, params: Option<&Map<String, Value>>, era: Era) -> CallContext {
@@ -135,7 +162,7 @@ impl Session {
     ) -> Result<Finished, ErrorObject> {
         let plugin = self.owner(&target).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{}`", target.name())))?;
         let owner = self.task_owner(era, &context);
-        let task = self.server.tasks.create(&plugin, owner, TaskDesign::Experimental, ttl).map_err(|e| ErrorObject::new(INTERNAL_ERROR, e.to_string()))?;
+        let task = self.server.tasks.create(&plugin, owner, self.task_quota(), TaskDesign::Experimental, ttl).map_err(refused)?;
         let run = self.task_context(cx, context.clone(), params, era);
         let session = Arc::clone(self);
         let running = Arc::clone(&task);
@@ -175,7 +202,7 @@ impl Session {
         let run = self.task_context(cx, context.clone(), None, era);
         let mut first = {
             let (session, target, run) = (Arc::clone(self), target.clone(), run.clone());
-            tokio::spawn(async move { session.run_once(&target, era, &run).await })
+            tokio::spawn(async move { session.run_task_once(&target, era, &run).await })
         };
         let early = tokio::select! {
             joined = &mut first => Some(joined),
@@ -185,17 +212,26 @@ impl Session {
                 return Err(ErrorObject::new(INTERNAL_ERROR, "the request was cancelled"));
             }
         };
-        let create = || self.server.tasks.create(&plugin, owner.clone(), TaskDesign::Extension, None).map_err(|e| ErrorObject::new(INTERNAL_ERROR, e.to_string()));
+        let create = || self.server.tasks.create(&plugin, owner.clone(), self.task_quota(), TaskDesign::Extension, None).map_err(refused);
         let (task, pending) = match early {
-            None => (create()?, Pending::Running(first)),
+            None => match create() {
+                Ok(task) => (task, Pending::Running(first)),
+                Err(busy) => {
+                    // No task to run in: the run stops as a cancelled request would.
+                    run.cancel();
+                    return Err(busy);
+                }
+            },
             Some(joined) => {
-                let (_, outcome) = joined.map_err(|_| ErrorObject::new(INTERNAL_ERROR, "internal error"))??;
-                match outcome {
-                    Outcome::Complete(finished) if !required => return Ok(finished),
-                    Outcome::InputRequired(asked) if !asked.in_task => {
+                let (_, ran) = joined.map_err(|_| ErrorObject::new(INTERNAL_ERROR, "internal error"))??;
+                match ran {
+                    Ran::Outcome(Outcome::Complete(finished)) if !required => return Ok(finished),
+                    Ran::Outcome(Outcome::InputRequired(asked)) if !asked.in_task => {
                         return self.answer_input_required(&target, &plugin, &context, asked);
                     }
-                    outcome => (create()?, Pending::Ended(outcome)),
+                    // Answered directly, a failed run is the `isError` result of any direct call.
+                    Ran::Fault { error, .. } if !required => return Ok(Finished { result: to_json(&CallToolResult::error(error.to_string()))?, cache: None }),
+                    ran => (create()?, Pending::Ended(ran)),
                 }
             }
         };
@@ -215,7 +251,7 @@ impl Session {
         let expires = tokio::time::Instant::from_std(task.expires());
         for _ in 0..super::MAX_ROUNDS {
             let outcome = match pending {
-                Pending::Ended(outcome) => Ok(outcome),
+                Pending::Ended(ran) => Ok(ran),
                 Pending::Running(handle) => {
                     let abort = handle.abort_handle();
                     tokio::select! {
@@ -230,15 +266,23 @@ impl Session {
                 }
             };
             let asked = match outcome {
-                Ok(Outcome::Complete(finished)) => {
+                Ok(Ran::Outcome(Outcome::Complete(finished))) => {
                     task.finish(Ok(finished.result));
+                    return self.task_changed(&task);
+                }
+                Ok(Ran::Fault { error: PluginError::Cancelled, .. }) => {
+                    task.cancel("the task's run was cancelled");
+                    return self.task_changed(&task);
+                }
+                Ok(Ran::Fault { plugin, error }) => {
+                    task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {error}"))));
                     return self.task_changed(&task);
                 }
                 Err(error) => {
                     task.finish(Err(error));
                     return self.task_changed(&task);
                 }
-                Ok(Outcome::InputRequired(asked)) => asked,
+                Ok(Ran::Outcome(Outcome::InputRequired(asked))) => asked,
             };
             if let Err(error) = super::rounds::refuse_undeclared(&asked, &context.client_capabilities, &task.plugin) {
                 task.finish(Err(error));
@@ -260,10 +304,35 @@ impl Session {
             context.input_responses = answers;
             context.state = asked.state;
             let (session, target, again) = (Arc::clone(&self), target.clone(), run.clone().with_request(context.clone()));
-            pending = Pending::Running(tokio::spawn(async move { session.run_once(&target, era, &again).await }));
+            pending = Pending::Running(tokio::spawn(async move { session.run_task_once(&target, era, &again).await }));
         }
         task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("the plugin asked for input more than {} times", super::MAX_ROUNDS))));
         self.task_changed(&task);
+    }
+
+    /// Runs a 2026-07-28 task's tool once. Unlike `run_once`, which turns a run that failed in
+    /// the host's hands into the `isError` result a direct call answers, this keeps the failure,
+    /// so that the task can end `failed` with it; the tool's own results pass as they are.
+    async fn run_task_once(&self, target: &Target, era: Era, cx: &CallContext) -> Result<(String, Ran), ErrorObject> {
+        let Target::Tool { name, arguments } = target else {
+            let (plugin, outcome) = self.run_once(target, era, cx).await?;
+            return Ok((plugin, Ran::Outcome(outcome)));
+        };
+        let router = self.server.router();
+        match router.call_tool(name, arguments, cx).await {
+            Ok((plugin, Outcome::Complete(result))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::Complete(Finished { result: call_result_json(result)?, cache: None })))),
+            Ok((plugin, Outcome::InputRequired(required))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::InputRequired(required)))),
+            Err(RouteError::Plugin { plugin, error }) => match error {
+                PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),
+                PluginError::InvalidInputResponse(why) => Err(ErrorObject::new(INVALID_PARAMS, why)),
+                PluginError::InvalidParams(why) => Err(ErrorObject::new(INVALID_PARAMS, format!("invalid params: {why}"))),
+                error => {
+                    tracing::warn!(%plugin, tool = %crate::escape::Escaped(name), error = %crate::escape::Escaped(&error.to_string()), "tool call failed");
+                    Ok((plugin.clone(), Ran::Fault { plugin, error }))
+                }
+            },
+            Err(other) => Err(route_error(other, era)),
+        }
     }
 
     /// Tells whoever follows `task` that it changed: its legacy session, or the listen requests
@@ -286,7 +355,7 @@ impl Session {
             return self.list_tasks(params, &owner);
         }
         let id = required_str(params, "taskId")?;
-        let task = self.server.tasks.get(id, &owner).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown task `{}`", shown(id))))?;
+        let task = self.owned_task(id, &owner)?;
         match (method, design) {
             ("tasks/get", TaskDesign::Experimental) => Ok(task.to_wire(false)),
             ("tasks/get", TaskDesign::Extension) => Ok(task.to_wire(true)),
@@ -323,7 +392,7 @@ impl Session {
         let context = self.request_context(params, era);
         self.task_design("tasks/result", era, &context)?;
         let id = required_str(params, "taskId")?;
-        let task = self.server.tasks.get(id, &self.task_owner(era, &context)).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("unknown task `{}`", shown(id))))?;
+        let task = self.owned_task(id, &self.task_owner(era, &context))?;
         tokio::select! {
             () = task.finished() => {}
             () = cx.cancelled() => return Err(ErrorObject::new(INTERNAL_ERROR, "the request was cancelled")),
@@ -374,10 +443,28 @@ impl Session {
     }
 }
 
+/// What one run of a 2026-07-28 task's tool ended with.
+enum Ran {
+    /// The plugin's own outcome: a result (its own error results included) or its questions.
+    Outcome(Outcome<Finished>),
+    /// The run failed in the host's hands: the plugin trapped, hit its deadline or a limit,
+    /// returned malformed output, reported a failure, could not run or was cancelled.
+    Fault { plugin: String, error: PluginError },
+}
+
 /// A task's plugin run: still running, or already ended.
 enum Pending {
-    Running(tokio::task::JoinHandle<Result<(String, Outcome<Finished>), ErrorObject>>),
-    Ended(Outcome<Finished>),
+    Running(tokio::task::JoinHandle<Result<(String, Ran), ErrorObject>>),
+    Ended(Ran),
+}
+
+/// The error for a task the store would not create: the server is busy (the quota or limit it
+/// reached is named), unless no task id could be drawn.
+fn refused(error: TaskError) -> ErrorObject {
+    match error {
+        TaskError::NoRandom => ErrorObject::new(INTERNAL_ERROR, error.to_string()),
+        busy => ErrorObject::new(SERVER_BUSY, busy.to_string()),
+    }
 }
 
 fn shown(id: &str) -> String {

@@ -3,7 +3,7 @@
 //! (client-requested, `tasks/result` waits, the session asks for input), with their refusals.
 
 use super::*;
-use crate::session::{META_RELATED_TASK, META_SUBSCRIPTION_ID};
+use crate::session::{META_RELATED_TASK, META_SUBSCRIPTION_ID, SERVER_BUSY};
 
 const TASK_CAPS: &str = r#"{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
 
@@ -314,4 +314,197 @@ async fn an_extension_task_keeps_its_result_and_the_same_call_again_is_a_new_tas
     // A made-up or altered id is refused like an expired one.
     let altered = json!(format!("{}0", id.as_str().expect("an id")));
     assert_eq!(h.ask(&task_request(4, "tasks/get", &altered)).await["error"]["code"], -32602);
+}
+
+/// A plugin whose tools each end one way, every one running only as a task (`hold` runs until
+/// cancelled; `crash_direct` may run directly).
+struct Faults {
+    id: &'static str,
+    catalog: Catalog,
+    /// `hold` runs going on now.
+    holding: tokio::sync::watch::Sender<usize>,
+}
+
+impl Faults {
+    const TOOLS: [&'static str; 10] = ["crash", "deadline", "memory", "output", "malformed", "failed", "own_error", "invalid", "hold", "crash_direct"];
+
+    fn new(id: &'static str) -> Arc<Faults> {
+        let support = |name| if name == "crash_direct" { crate::protocol::TaskSupport::Optional } else { crate::protocol::TaskSupport::Required };
+        let tools = Faults::TOOLS.into_iter().map(|name| Tool { execution: Some(crate::protocol::ToolExecution { task_support: support(name) }), ..tool(name) }).collect();
+        Arc::new(Faults { id, catalog: Catalog { tools, ..Catalog::default() }, holding: tokio::sync::watch::channel(0).0 })
+    }
+
+    /// A server with plugins of these ids.
+    fn served(ids: &[&'static str]) -> Arc<Server> {
+        Faults::serve(ids.iter().map(|id| Faults::new(id)).collect())
+    }
+
+    fn serve(plugins: Vec<Arc<Faults>>) -> Arc<Server> {
+        let entries = plugins.into_iter().map(|plugin| RouterEntry::new(plugin, Prefix::Default)).collect();
+        Server::new(Arc::new(Router::new(entries).0), StateKey::random().expect("a key"))
+    }
+}
+
+impl Plugin for Faults {
+    fn id(&self) -> &str {
+        self.id
+    }
+    fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+    fn call_tool<'a>(&'a self, tool: &'a str, _: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
+        Box::pin(async move {
+            match tool {
+                "crash" | "crash_direct" => Err(PluginError::Trap("wasm trap: unreachable".into())),
+                "deadline" => Err(PluginError::Timeout { ms: 30_000 }),
+                "memory" => Err(PluginError::Limit { limit: "memory" }),
+                "output" => Err(PluginError::Limit { limit: "output" }),
+                "malformed" => Err(PluginError::MalformedOutput("JSON: expected value".into())),
+                "failed" => Err(PluginError::Failed("the disk is full".into())),
+                "own_error" => Ok(Outcome::Complete(CallToolResult::error("no such city"))),
+                "invalid" => Err(PluginError::InvalidParams("no paths here".into())),
+                "hold" => {
+                    self.holding.send_modify(|n| *n += 1);
+                    cx.cancelled().await;
+                    self.holding.send_modify(|n| *n -= 1);
+                    Err(PluginError::Cancelled)
+                }
+                _ => Err(PluginError::NotFound(tool.into())),
+            }
+        })
+    }
+    fn read_resource<'a>(&'a self, uri: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
+        Box::pin(async move { Err(PluginError::NotFound(uri.into())) })
+    }
+    fn get_prompt<'a>(&'a self, name: &'a str, _: &'a [(String, String)], _: &'a CallContext) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
+        Box::pin(async move { Err(PluginError::NotFound(name.into())) })
+    }
+    fn complete<'a>(&'a self, _: &'a CompletionRequest, _: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {
+        Box::pin(async { Ok(Completion { values: vec![], total: None, has_more: false }) })
+    }
+}
+
+/// The host-side faults, and what each task's error says.
+const FAULTS: [(&str, &str); 6] = [
+    ("crash", "plugin crashed: wasm trap: unreachable"),
+    ("deadline", "plugin timed out after 30000 ms"),
+    ("memory", "plugin exceeded its memory limit"),
+    ("output", "plugin exceeded its output limit"),
+    ("malformed", "plugin returned malformed output"),
+    ("failed", "the disk is full"),
+];
+
+#[tokio::test]
+async fn an_extension_task_whose_plugin_crashed_or_hit_a_limit_fails_while_the_tools_own_error_completes() {
+    let mut h = Harness::on(Faults::served(&["faults"]));
+    for (n, (tool, says)) in (1..).zip(FAULTS) {
+        let created = h.ask(&call(n, TASK_CAPS, &format!("faults_{tool}"), "{}")).await["result"].clone();
+        assert_eq!(created["resultType"], "task", "{tool}: {created}");
+        let failed = h.poll_until(&created["taskId"], "failed").await;
+        assert_eq!(failed["error"]["code"], -32603, "{tool}: {failed}");
+        let message = failed["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("plugin `faults` failed") && message.contains(says), "{tool}: {failed}");
+        assert_eq!(failed["statusMessage"], failed["error"]["message"], "{failed}");
+        assert!(failed.get("result").is_none(), "{tool}: {failed}");
+    }
+
+    let own = h.ask(&call(10, TASK_CAPS, "faults_own_error", "{}")).await["result"].clone();
+    let completed = h.poll_until(&own["taskId"], "completed").await;
+    assert_eq!(completed["result"]["isError"], true, "the tool's own error result completes the task: {completed}");
+    assert_eq!(completed["result"]["content"][0]["text"], "no such city");
+    assert!(completed.get("error").is_none());
+
+    // A refusal by the plugin before any task exists is the call's error (a task that runs
+    // into one fails with it: `fake_task_error`).
+    let invalid = h.ask(&call(11, TASK_CAPS, "faults_invalid", "{}")).await;
+    assert_eq!(invalid["error"]["code"], -32602, "{invalid}");
+
+    // The same fault answered directly, before any task exists, is the usual `isError` result.
+    let direct = h.ask(&call(12, TASK_CAPS, "faults_crash_direct", "{}")).await["result"].clone();
+    assert_eq!((&direct["resultType"], &direct["isError"]), (&json!("complete"), &json!(true)), "{direct}");
+    assert!(direct["content"][0]["text"].as_str().is_some_and(|t| t.contains("plugin crashed")), "{direct}");
+
+    let held = h.ask(&call(13, TASK_CAPS, "faults_hold", "{}")).await["result"].clone();
+    h.ask(&task_request(14, "tasks/cancel", &held["taskId"])).await;
+    assert_eq!(h.poll_until(&held["taskId"], "cancelled").await["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_legacy_task_whose_plugin_crashed_or_hit_a_limit_fails_and_its_result_is_the_calls() {
+    let mut h = Harness::on(Faults::served(&["faults"]));
+    h.initialize("2025-11-25").await;
+    for (n, (tool, says)) in (1..).zip(FAULTS.into_iter().chain([("own_error", "no such city")])) {
+        let created = h.reply_to(&legacy_task_call(n * 10, &format!("faults_{tool}"), "{}")).await["result"].clone();
+        let id = created["task"]["taskId"].clone();
+        let result = h.reply_to(&legacy(n * 10 + 1, "tasks/result", &format!(r#"{{"taskId":{id}}}"#))).await;
+        assert_eq!(result["result"]["isError"], true, "{tool}: what the call would have answered: {result}");
+        assert!(result["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains(says)), "{tool}: {result}");
+        assert_eq!(result["result"]["_meta"][META_RELATED_TASK]["taskId"], id);
+        let got = h.reply_to(&legacy(n * 10 + 2, "tasks/get", &format!(r#"{{"taskId":{id}}}"#))).await;
+        assert_eq!(got["result"]["status"], "failed", "{tool}: 2025-11-25 fails a task on any error result: {got}");
+    }
+}
+
+/// A channel of `server` whose requests come from the client at `address`.
+fn client_at(server: &Arc<Server>, address: &str) -> Harness {
+    let (tx, rx) = outbound(OutboundLimits::default());
+    Harness { session: Session::stateless_from(Arc::clone(server), tx, address), rx }
+}
+
+#[tokio::test]
+async fn one_clients_finished_tasks_never_refuse_another_and_an_evicted_result_says_so() {
+    let server = Faults::served(&["faults"]);
+    let mut busy = client_at(&server, "192.0.2.1");
+    let mut first = Value::Null;
+    // Far more quick tasks than the client may hold, each polled to its end.
+    for n in 0..crate::tasks::MAX_TASKS_PER_CLIENT as u32 + 8 {
+        let created = busy.ask(&call(n, TASK_CAPS, "faults_own_error", "{}")).await["result"].clone();
+        assert_eq!(created["resultType"], "task", "task {n}: {created}");
+        busy.poll_until(&created["taskId"], "completed").await;
+        if n == 0 {
+            first = created["taskId"].clone();
+        }
+    }
+    let gone = busy.ask(&task_request(500, "tasks/get", &first)).await["error"].clone();
+    assert_eq!(gone["code"], -32602, "{gone}");
+    assert!(gone["message"].as_str().is_some_and(|m| m.contains("evicted to make room")), "{gone}");
+    assert_eq!(gone["data"]["evicted"], true);
+    let unknown = busy.ask(&task_request(501, "tasks/get", &json!("0123456789abcdef0123456789abcdef"))).await["error"].clone();
+    assert!(unknown["message"].as_str().is_some_and(|m| m.starts_with("unknown task")) && unknown.get("data").is_none(), "{unknown}");
+
+    let mut other = client_at(&server, "192.0.2.2");
+    let created = other.ask(&call(1, TASK_CAPS, "faults_own_error", "{}")).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "another client is served: {created}");
+    assert_eq!(server.tasks.len(), crate::tasks::MAX_TASKS_PER_CLIENT + 1);
+}
+
+#[tokio::test]
+async fn a_client_whose_tasks_all_run_is_refused_as_busy_naming_its_quota_and_only_it() {
+    let c = Faults::new("c");
+    let server = Faults::serve(vec![Faults::new("a"), Faults::new("b"), Arc::clone(&c)]);
+    let mut greedy = client_at(&server, "192.0.2.1");
+    // Its quota of running tasks, half on each of two plugins (each may run 32).
+    let quota = crate::tasks::MAX_TASKS_PER_CLIENT as u32;
+    for n in 0..quota {
+        greedy.send(&call(n, TASK_CAPS, if n % 2 == 0 { "a_hold" } else { "b_hold" }, "{}")).await;
+    }
+    for _ in 0..quota {
+        let reply = greedy.recv().await;
+        assert_eq!(reply["result"]["resultType"], "task", "{reply}");
+    }
+    let mut holding = c.holding.subscribe();
+    let refused = greedy.ask(&call(100, TASK_CAPS, "c_hold", "{}")).await;
+    assert_eq!(refused["error"]["code"], SERVER_BUSY, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("{quota} tasks running, its quota")), "{refused}");
+    assert!(holding.has_changed().expect("alive"), "the refused call's first run started");
+    tokio::time::timeout(WAIT, holding.wait_for(|n| *n == 0)).await.expect("in time").expect("alive");
+    assert_eq!(server.tasks.len(), quota as usize, "a refused call's run is stopped, and no task is left of it");
+
+    let mut other = client_at(&server, "192.0.2.2");
+    let created = other.ask(&call(1, TASK_CAPS, "c_hold", "{}")).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "another client still gets a task: {created}");
+    let plugin_full = other.ask(&call(2, TASK_CAPS, "a_hold", "{}")).await;
+    assert_eq!(plugin_full["error"]["code"], SERVER_BUSY, "a plugin's own limit is busy too: {plugin_full}");
+    assert!(plugin_full["error"]["message"].as_str().is_some_and(|m| m.contains("plugin `a`")), "{plugin_full}");
 }

@@ -181,6 +181,8 @@ async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
 }
 
 /// A stateless 2026-07-28 request.
+/// `client` is who sent it: its tasks count against that client's quota, and a listen
+/// request holds one of its stream shares.
 async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts, client: ClientKey) -> Response {
     if let Some(message) = value.as_object()
         && let Err(error) = headers::check(headers, message, &server.router())
@@ -199,7 +201,7 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMa
     };
     let has_request = holds_request(&value);
     let (out, mut queue) = outbound_charged(POST_QUEUE, server.budget());
-    let session = Session::stateless(server, out.clone());
+    let session = Session::stateless_from(server, out.clone(), &client.to_string());
     session.handle_value_on(value, out).await;
     if !has_request {
         return StatusCode::ACCEPTED.into_response();
