@@ -217,6 +217,7 @@ impl UriTemplate {
     }
 
     /// Whether `uri` matches. A URI longer than `MAX_URI_BYTES` never does.
+    #[allow(clippy::needless_range_loop, reason = "`w` indexes four arrays and is compared with the literal masks' words")]
     pub fn matches(&self, uri: &str) -> bool {
         if uri.len() > MAX_URI_BYTES {
             return false;
