@@ -255,7 +255,7 @@ impl UriTemplate {
     /// matches (exactly when [`matches`](Self::matches) says so). Where the URI can be split
     /// among the variables in several ways, every variable, from the left, takes the longest
     /// value that still lets the rest of the template match. Costs the same order of time as
-    /// `matches`, and memory of four bytes per character of the URI.
+    /// `matches`, and four bytes of memory per byte of the URI (32 KiB at most).
     pub fn captures(&self, uri: &str) -> Option<Vec<Range<usize>>> {
         if uri.len() > MAX_URI_BYTES {
             return None;
