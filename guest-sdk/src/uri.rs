@@ -1,10 +1,15 @@
-//! URI templates of resource templates: level-1 RFC 6570 `{var}` expressions (and `{+var}`
-//! for values that may contain `/`), matched against a URI to extract the variables.
+//! URI templates of resource templates, matched against a URI to extract the variables by the
+//! matcher the host routes with (`paddock-uri-template`): `{var}` is one or more characters
+//! other than `/`, `?` and `#`; `{+var}`, `{#var}` and `{var*}` are any non-empty run; an
+//! unclosed `{` is literal text. A URI the host sends to a template is one this finds values in,
+//! in time linear in the URI, and a URI over the host's cap (8 KiB) matches nothing.
 
 use std::collections::BTreeMap;
 
 /// The variables a URI bound in a resource template, by name (percent-decoding is left to the
-/// plugin: values are exactly as they appear in the URI).
+/// plugin: values are exactly as they appear in the URI, so a `{#var}` value keeps its `#`).
+/// Where the URI can be split among the variables in several ways, each variable from the left
+/// takes the longest value that lets the rest match; a name used twice keeps its last value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UriVars {
     /// The URI that was read.
@@ -19,61 +24,13 @@ impl UriVars {
     }
 }
 
-/// Matches `uri` against `template`; `None` when it does not fit.
+/// Matches `uri` against `template`; `None` when it does not fit, or the template is over the
+/// host's caps (the host serves no plugin with such a template).
 pub(crate) fn match_template(template: &str, uri: &str) -> Option<UriVars> {
-    let mut vars = BTreeMap::new();
-    if match_from(template, uri, &mut vars) {
-        Some(UriVars { uri: uri.to_owned(), vars })
-    } else {
-        None
-    }
-}
-
-fn match_from(template: &str, input: &str, vars: &mut BTreeMap<String, String>) -> bool {
-    match template.find('{') {
-        None => template == input,
-        Some(open) => {
-            let (literal, rest) = template.split_at(open);
-            let Some(input) = input.strip_prefix(literal) else { return false };
-            let Some(close) = rest.find('}') else { return false };
-            let expr = &rest[1..close];
-            let after = &rest[close + 1..];
-            let (name, greedy) = match expr.strip_prefix('+') {
-                Some(name) => (name, true),
-                None => (expr, false),
-            };
-            let limit = if greedy { input.len() } else { input.find(['/', '?', '#']).unwrap_or(input.len()) };
-            for end in (1..=limit).rev().filter(|&n| input.is_char_boundary(n)) {
-                let mut attempt = vars.clone();
-                attempt.insert(name.to_owned(), input[..end].to_owned());
-                if match_from(after, &input[end..], &mut attempt) {
-                    *vars = attempt;
-                    return true;
-                }
-            }
-            false
-        }
-    }
+    let bindings = paddock_uri_template::bindings(template, uri)?;
+    let vars = bindings.into_iter().map(|(name, value)| (name.to_owned(), value.to_owned())).collect();
+    Some(UriVars { uri: uri.to_owned(), vars })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn variables_are_extracted() {
-        let vars = match_template("text://words/{word}", "text://words/hello").expect("match");
-        assert_eq!(vars.get("word"), Some("hello"));
-        let vars = match_template("db://{table}/{id}", "db://users/42").expect("match");
-        assert_eq!((vars.get("table"), vars.get("id")), (Some("users"), Some("42")));
-        let vars = match_template("file://{+path}", "file:///etc/hosts").expect("match");
-        assert_eq!(vars.get("path"), Some("/etc/hosts"));
-    }
-
-    #[test]
-    fn non_matching_uris_are_refused() {
-        assert!(match_template("text://words/{word}", "text://words/").is_none());
-        assert!(match_template("text://words/{word}", "text://words/a/b").is_none());
-        assert!(match_template("text://words/{word}", "text://other/a").is_none());
-    }
-}
+mod tests;

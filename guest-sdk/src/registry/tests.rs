@@ -409,3 +409,29 @@ fn a_hand_written_form_goes_out_as_written_and_its_answer_is_read() {
     let picked = cx.elicit_with_schema::<Value>("pick", "Pick", schema).expect("answered");
     assert_eq!(picked, Elicited::Accepted(json!({"pick": ["a"]})));
 }
+
+fn all_vars(vars: UriVars) -> String {
+    ["a", "b", "c", "d", "section"].iter().filter_map(|name| vars.get(name).map(|v| format!("{name}={v}"))).collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn a_read_the_host_routes_to_a_template_is_served_by_it() {
+    // Both were routed to the plugin by the host and then not found by the SDK.
+    let mut r = Registry::new("t", "1");
+    let meta = |uri| ResourceMeta { uri, name: "t", title: None, description: None, mime_type: None, size: None, icons: &[], audience: None, priority: None, meta: None, cache: None };
+    r.template(ResourceDef::template(meta("t://{a*}{b*}{c*}{d*}!"), all_vars));
+    r.template(ResourceDef::template(meta("f://doc{#section}"), all_vars));
+    let read = |uri: &str| match r.read_resource(context(vec![]), uri) {
+        Ok(ReadOutcome::Complete(result)) => match &result.contents[0].body {
+            ResourceBody::Text(text) => Ok(text.clone()),
+            other => panic!("{other:?}"),
+        },
+        Ok(_) => panic!("complete"),
+        Err(error) => Err(error),
+    };
+    assert_eq!(read("t://ab/cd!").expect("served"), "a=ab b=/ c=c d=d");
+    assert_eq!(read("f://doc#intro").expect("served"), "section=#intro");
+    // An 8 KiB read that matches no template is not found at once.
+    let long = format!("t://{}", "x/".repeat(4094));
+    assert!(matches!(read(&long), Err(WitError::NotFound(_))));
+}
