@@ -28,13 +28,18 @@ pub struct Budget {
     limit: usize,
     used: AtomicUsize,
     peak: AtomicUsize,
+    /// The most held since memory was last handed back to the system.
+    high: AtomicUsize,
     refused: AtomicU64,
 }
+
+/// How much must have been let go since the last look before freed memory is handed back.
+const RETURN_AFTER: usize = 32 << 20;
 
 impl Budget {
     /// A budget of `limit` bytes (at least `MIN_BUDGET`).
     pub fn new(limit: usize) -> Arc<Budget> {
-        Arc::new(Budget { limit: limit.max(MIN_BUDGET), used: AtomicUsize::new(0), peak: AtomicUsize::new(0), refused: AtomicU64::new(0) })
+        Arc::new(Budget { limit: limit.max(MIN_BUDGET), used: AtomicUsize::new(0), peak: AtomicUsize::new(0), high: AtomicUsize::new(0), refused: AtomicU64::new(0) })
     }
 
     /// A budget with no practical limit (tests, and hosts that set none).
@@ -75,6 +80,29 @@ impl Budget {
         (self.limit - self.used().min(self.limit)) as f64 <= self.limit as f64 * fraction
     }
 
+    /// Hands freed memory back to the system after a burst: every `period`, if more than
+    /// `RETURN_AFTER` bytes were let go since the last look (a burst of large bodies or replies
+    /// that ended), the allocator returns its free pages. Without it, glibc keeps the freed
+    /// memory of every arena resident. Runs until the runtime stops.
+    pub async fn return_freed_memory(self: Arc<Self>, period: std::time::Duration) {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if self.should_return() {
+                // Walks every arena: off the workers.
+                let _ = tokio::task::spawn_blocking(crate::allocator::release_free_memory).await;
+            }
+        }
+    }
+
+    /// Whether enough was let go since the last look to hand memory back; starts a new look.
+    fn should_return(&self) -> bool {
+        let used = self.used();
+        let high = self.high.swap(used, Ordering::Relaxed);
+        high.saturating_sub(used) >= RETURN_AFTER
+    }
+
     /// Takes `bytes`, all or nothing.
     ///
     /// # Errors
@@ -88,6 +116,7 @@ impl Budget {
     pub fn force(self: &Arc<Self>, bytes: usize) -> Charge {
         let used = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak.fetch_max(used, Ordering::Relaxed);
+        self.high.fetch_max(used, Ordering::Relaxed);
         Charge { budget: Arc::clone(self), bytes }
     }
 
@@ -95,6 +124,7 @@ impl Budget {
         match self.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| used.checked_add(bytes).filter(|u| *u <= self.limit)) {
             Ok(before) => {
                 self.peak.fetch_max(before + bytes, Ordering::Relaxed);
+                self.high.fetch_max(before + bytes, Ordering::Relaxed);
                 Ok(())
             }
             Err(_) => {
@@ -182,6 +212,20 @@ mod tests {
         drop(forced);
         assert!(budget.charge(1).is_ok());
         assert_eq!(budget.peak(), MIN_BUDGET + 5);
+    }
+
+    #[test]
+    fn memory_is_handed_back_only_after_a_burst_was_let_go() {
+        let budget = Budget::new(1 << 30);
+        assert!(!budget.should_return(), "nothing was held");
+        let burst = budget.charge(RETURN_AFTER + 1).expect("fits");
+        assert!(!budget.should_return(), "still held");
+        drop(burst);
+        assert!(budget.should_return(), "a burst ended");
+        assert!(!budget.should_return(), "and was handed back once");
+        let small = budget.charge(1024).expect("fits");
+        drop(small);
+        assert!(!budget.should_return(), "small work never trims");
     }
 
     #[test]

@@ -261,6 +261,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Serve { plugins_dir, state_key_file, memory_budget, http, common } => {
             let budget = crate::budget::Budget::new(memory_budget.unwrap_or_else(crate::budget::Budget::for_machine));
+            tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
             match http.http {
                 Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, budget).await,
                 None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget).await,
@@ -358,6 +359,8 @@ async fn serve_http(
     peers.sessions = args.max_sessions_per_client.unwrap_or(peers.sessions).max(1);
     peers.streams = args.max_streams_per_client.max(1);
     peers.trusted_proxies = args.trusted_proxy.clone();
+    // A client's bodies being read: an eighth of the budget, and at least one whole body.
+    peers.body_bytes = (budget.limit() / 8).max(crate::transport::stdio::MAX_LINE);
     tracing::info!(
         budget_mib = budget.limit() >> 20,
         connections_per_client = peers.connections,

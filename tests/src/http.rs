@@ -116,6 +116,11 @@ impl HttpHost {
         }
     }
 
+    /// The host's process id (to read its memory and descriptors from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or(0)
+    }
+
     /// `http://ADDR` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)

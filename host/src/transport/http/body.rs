@@ -4,8 +4,9 @@
 //! its connection) for as long as the client likes. Here the whole body must arrive within
 //! `HttpLimits::body_timeout` from the end of the head; a body still unfinished then is refused
 //! with 408 and its connection closed, and what was read is freed at once. The bytes being read
-//! are charged to the listener's memory budget as they arrive (`Budget`), so many slow bodies
-//! together cannot take more than the budget leaves them.
+//! are charged to the client's share of bodies (`peers.rs`; 429 past it) and to the process's
+//! memory budget (503 past it) as they arrive, so one client's bodies never spend what the
+//! others need, and all bodies together never more than the budget.
 
 use std::sync::Arc;
 
@@ -32,8 +33,18 @@ pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Reque
     let limits = &shared.options.limits;
     let (parts, body) = request.into_parts();
     let peer = parts.extensions.get::<super::guard::Peer>().map(|p| p.0);
-    // What the body announced is reserved up front; a chunked body is charged as it grows.
-    let mut charge = match shared.budget.charge(announced.unwrap_or(0).min(limits.max_body)) {
+    let client = parts.extensions.get::<super::peers::ClientKey>().copied();
+    // What the body announced is reserved up front, from the client's share and from the
+    // process's budget; a chunked body is charged as it grows.
+    let reserved = announced.unwrap_or(0).min(limits.max_body);
+    let mut share = match client.map(|client| shared.peers.take_body(client, reserved)).transpose() {
+        Ok(share) => share,
+        Err(over) => {
+            tracing::warn!(peer = ?peer, bytes = announced, "refused a request body: {over}");
+            return super::peers::too_many(&over.to_string());
+        }
+    };
+    let mut charge = match shared.budget.charge(reserved) {
         Ok(charge) => charge,
         Err(full) => {
             tracing::warn!(peer = ?peer, bytes = announced, "refused a request body: {full}");
@@ -48,6 +59,9 @@ pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Reque
             let Ok(data) = frame.into_data() else { continue };
             if bytes.len() + data.len() > limits.max_body {
                 return Err(Refused::TooLarge);
+            }
+            if let Some(share) = &mut share {
+                share.grow_to(bytes.len() + data.len()).map_err(Refused::Share)?;
             }
             charge.grow_to(bytes.len() + data.len()).map_err(Refused::Budget)?;
             bytes.extend_from_slice(&data);
@@ -64,6 +78,10 @@ pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Reque
             tracing::warn!(peer = ?peer, "refused a request body: {full}");
             return busy(&full.to_string());
         }
+        Ok(Err(Refused::Share(over))) => {
+            tracing::warn!(peer = ?peer, "refused a request body: {over}");
+            return super::peers::too_many(&over.to_string());
+        }
         Ok(Err(Refused::Broken)) => {
             tracing::debug!(peer = ?peer, "a request body ended before it was complete");
             return refusal(StatusCode::BAD_REQUEST, "the body ended before it was complete");
@@ -76,6 +94,7 @@ pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Reque
         }
     };
     drop(charge);
+    drop(share);
     next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
@@ -83,6 +102,7 @@ enum Refused {
     TooLarge,
     Broken,
     Budget(crate::budget::OverBudget),
+    Share(super::peers::OverShare),
 }
 
 /// 503 with the reason and a hint when to retry.

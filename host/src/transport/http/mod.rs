@@ -124,7 +124,8 @@ impl HttpOptions {
     /// Options with the default limits and fair shares, and the given access policy and budget.
     pub fn new(access: AccessPolicy, budget: Arc<Budget>) -> HttpOptions {
         let limits = HttpLimits::default();
-        let peers = PeerLimits::for_totals(limits.max_connections, limits.max_sessions);
+        let mut peers = PeerLimits::for_totals(limits.max_connections, limits.max_sessions);
+        peers.body_bytes = (budget.limit() / 8).max(limits.max_body);
         HttpOptions { access, limits, shutdown_grace: Duration::from_secs(10), peers, budget }
     }
 }

@@ -40,13 +40,18 @@ pub struct PeerLimits {
     pub sessions_per_second: u32,
     /// Legacy sessions one client may open in a burst.
     pub session_burst: u32,
+    /// Bytes of request bodies one client may have being read at once: its share of the
+    /// memory budget for bodies, so one client's slow or huge bodies never spend what others
+    /// need.
+    pub body_bytes: usize,
     /// Proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: Vec<IpNet>,
 }
 
 impl PeerLimits {
     /// Shares of a listener with room for `connections` and `sessions` in all: an eighth of
-    /// each per client (at least 8), 64 streams, 20 new sessions at once and 5 a second.
+    /// each per client (at least 8), 64 streams, 20 new sessions at once and 5 a second, and
+    /// 64 MiB of bodies being read (`HttpOptions::new` sets it to an eighth of the budget).
     pub fn for_totals(connections: usize, sessions: usize) -> PeerLimits {
         PeerLimits {
             connections: (connections / 8).max(8).min(connections.max(1)),
@@ -54,6 +59,7 @@ impl PeerLimits {
             streams: 64,
             sessions_per_second: 5,
             session_burst: 20,
+            body_bytes: 64 << 20,
             trusted_proxies: Vec::new(),
         }
     }
@@ -115,18 +121,71 @@ pub(super) enum OverShare {
     Sessions(usize),
     #[error("this client already holds {0} open streams, as many as one client may; close some and retry")]
     Streams(usize),
+    #[error("this client already has {} MiB of request bodies being read, its share of the server's memory; retry once they are in", .0 >> 20)]
+    BodyBytes(usize),
 }
 
 /// The per-client counts, and the rate at which each client may open sessions.
 pub(super) struct Peers {
     limits: PeerLimits,
-    held: Mutex<HashMap<ClientKey, [usize; 3]>>,
+    held: Mutex<HashMap<ClientKey, Held>>,
     creations: DefaultKeyedRateLimiter<ClientKey>,
 }
 
 impl std::fmt::Debug for Peers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Peers").field("limits", &self.limits).field("clients", &self.lock().len()).finish_non_exhaustive()
+    }
+}
+
+/// What one client holds: connections, sessions and streams, and bytes of bodies being read.
+#[derive(Debug, Default)]
+struct Held {
+    counts: [usize; 3],
+    body_bytes: usize,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.counts.iter().all(|n| *n == 0) && self.body_bytes == 0
+    }
+}
+
+/// Bytes of a body one client has being read; given back when dropped.
+#[derive(Debug)]
+pub(super) struct BodyShare {
+    peers: Arc<Peers>,
+    key: ClientKey,
+    bytes: usize,
+}
+
+impl BodyShare {
+    /// Grows the share to `bytes`, unless that takes the client past its share.
+    pub(super) fn grow_to(&mut self, bytes: usize) -> Result<(), OverShare> {
+        if bytes <= self.bytes {
+            return Ok(());
+        }
+        let mut held = self.peers.lock();
+        let entry = held.entry(self.key).or_default();
+        let more = bytes - self.bytes;
+        if entry.body_bytes + more > self.peers.limits.body_bytes {
+            return Err(OverShare::BodyBytes(self.peers.limits.body_bytes));
+        }
+        entry.body_bytes += more;
+        self.bytes = bytes;
+        Ok(())
+    }
+}
+
+impl Drop for BodyShare {
+    fn drop(&mut self) {
+        let mut held = self.peers.lock();
+        if let Some(entry) = held.get_mut(&self.key) {
+            entry.body_bytes = entry.body_bytes.saturating_sub(self.bytes);
+            if entry.is_empty() {
+                held.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -141,9 +200,9 @@ pub(super) struct Share {
 impl Drop for Share {
     fn drop(&mut self) {
         let mut held = self.peers.lock();
-        if let Some(counts) = held.get_mut(&self.key) {
-            counts[self.kind.index()] = counts[self.kind.index()].saturating_sub(1);
-            if counts.iter().all(|n| *n == 0) {
+        if let Some(entry) = held.get_mut(&self.key) {
+            entry.counts[self.kind.index()] = entry.counts[self.kind.index()].saturating_sub(1);
+            if entry.is_empty() {
                 held.remove(&self.key);
             }
         }
@@ -158,7 +217,7 @@ impl Peers {
         Arc::new(Peers { limits, held: Mutex::new(HashMap::new()), creations })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ClientKey, [usize; 3]>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ClientKey, Held>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -176,9 +235,9 @@ impl Peers {
             Kind::Stream => self.limits.streams,
         };
         let mut held = self.lock();
-        let counts = held.entry(key).or_default();
-        if counts[kind.index()] >= limit {
-            if counts.iter().all(|n| *n == 0) {
+        let entry = held.entry(key).or_default();
+        if entry.counts[kind.index()] >= limit {
+            if entry.is_empty() {
                 held.remove(&key);
             }
             return Err(match kind {
@@ -187,8 +246,16 @@ impl Peers {
                 Kind::Stream => OverShare::Streams(limit),
             });
         }
-        counts[kind.index()] += 1;
+        entry.counts[kind.index()] += 1;
         Ok(Share { peers: Arc::clone(self), key, kind })
+    }
+
+    /// A share of `bytes` of request body for `key`, unless the client already has its share
+    /// being read.
+    pub(super) fn take_body(self: &Arc<Self>, key: ClientKey, bytes: usize) -> Result<BodyShare, OverShare> {
+        let mut share = BodyShare { peers: Arc::clone(self), key, bytes: 0 };
+        share.grow_to(bytes)?;
+        Ok(share)
     }
 
     /// Whether `key` may open a session now (at most `session_burst` at once, then
@@ -273,7 +340,15 @@ mod tests {
     use super::*;
 
     fn limits() -> PeerLimits {
-        PeerLimits { connections: 2, sessions: 1, streams: 1, sessions_per_second: 1, session_burst: 2, trusted_proxies: vec!["10.0.0.0/8".parse().expect("net")] }
+        PeerLimits {
+            connections: 2,
+            sessions: 1,
+            streams: 1,
+            sessions_per_second: 1,
+            session_burst: 2,
+            body_bytes: 100,
+            trusted_proxies: vec!["10.0.0.0/8".parse().expect("net")],
+        }
     }
 
     #[test]
@@ -322,6 +397,21 @@ mod tests {
         headers.insert("x-forwarded-for", "not an address".parse().expect("value"));
         assert_eq!(peers.client_of(proxy, &headers), ClientKey::of(proxy.ip()), "garbage names nobody but the proxy");
         assert_eq!(peers.client_of(proxy, &HeaderMap::new()), ClientKey::of(proxy.ip()));
+    }
+
+    #[test]
+    fn a_client_has_at_most_its_share_of_bodies_being_read() {
+        let peers = Peers::new(limits());
+        let a = ClientKey::of("127.0.0.2".parse().expect("ip"));
+        let mut first = peers.take_body(a, 60).expect("fits");
+        assert_eq!(peers.take_body(a, 41).err(), Some(OverShare::BodyBytes(100)));
+        let second = peers.take_body(a, 40).expect("exactly the share");
+        assert!(first.grow_to(61).is_err(), "growing past the share fails and keeps the share as it was");
+        assert!(peers.take_body(ClientKey::of("127.0.0.3".parse().expect("ip")), 100).is_ok(), "another client has its own share");
+        drop(second);
+        first.grow_to(100).expect("room again");
+        drop(first);
+        assert_eq!(peers.clients(), 0);
     }
 
     #[test]

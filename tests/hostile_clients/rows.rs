@@ -1,0 +1,451 @@
+//! One test per attack, each with its permitted twin: what the attack tries, what the host does
+//! instead, and what it holds meanwhile.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use futures::{SinkExt, StreamExt};
+use paddock_tests::http::{HttpHost, modern_meta};
+use paddock_tests::{PluginDir, WAIT, conformance_plugins, paddock_bin, sample_wasm, test_cache_dir};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
+
+use crate::harness::{ATTACKER, BYSTANDER, Baseline, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post};
+
+/// Rows run one at a time: each starts its own host and loads it hard.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+const MIB: u64 = 1 << 20;
+
+fn text_plugin() -> PluginDir {
+    PluginDir::new().add("text", &sample_wasm("text"))
+}
+
+fn echo_line(id: usize, text: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "text_echo", "arguments": {"text": text}}}).to_string() + "\n"
+}
+
+/// Stdio: a client writes 20,000 calls with 16 KiB replies and reads nothing. The host stops
+/// reading once its queue and its in-flight requests are full (the client's writes stall),
+/// holds far less than the replies would take, and, once the client reads, answers every
+/// request exactly once. Twin: the same calls read as they come are all answered.
+#[tokio::test]
+async fn replies_never_read_over_stdio_stop_the_reading_and_lose_nothing() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    const CALLS: usize = 20_000;
+    let plugins = text_plugin();
+    let mut child = tokio::process::Command::new(paddock_bin())
+        .arg("serve")
+        .arg(plugins.path())
+        .env("PADDOCK_CACHE_DIR", test_cache_dir())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id().context("pid")?;
+    let mut stdin = child.stdin.take().context("stdin")?;
+    let mut stdout = BufReader::new(child.stdout.take().context("stdout")?).lines();
+    let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}});
+    stdin.write_all(format!("{init}\n").as_bytes()).await?;
+    let initialized: Value = serde_json::from_str(&tokio::time::timeout(WAIT, stdout.next_line()).await??.context("reply")?)?;
+    ensure!(initialized["result"]["protocolVersion"] == "2025-11-25", "{initialized}");
+    // Warm: one call read at once (the permitted twin, and the baseline after start-up).
+    stdin.write_all(echo_line(0, "warm").as_bytes()).await?;
+    let first: Value = serde_json::from_str(&tokio::time::timeout(WAIT, stdout.next_line()).await??.context("reply")?)?;
+    ensure!(first["result"]["content"][0]["text"] == "warm", "{first}");
+    let baseline = Baseline::of(pid)?;
+
+    let text = "x".repeat(16 * 1024);
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = tokio::spawn({
+        let written = Arc::clone(&written);
+        async move {
+            for id in 1..=CALLS {
+                stdin.write_all(echo_line(id, &text).as_bytes()).await?;
+                written.store(id, Ordering::SeqCst);
+            }
+            anyhow::Ok(stdin)
+        }
+    });
+    // Wait until the writes stall: no progress for a whole second.
+    let stalled_at = tokio::time::timeout(WAIT, async {
+        let mut last = usize::MAX;
+        loop {
+            let now = written.load(Ordering::SeqCst);
+            if now == last {
+                return now;
+            }
+            last = now;
+            tokio::time::sleep(PROMPT).await;
+        }
+    })
+    .await
+    .context("the writes never stalled")?;
+    ensure!(stalled_at < CALLS, "the host read all {CALLS} calls while nothing was read: it does not stop reading");
+    // Held: the queue (64 MiB at most), 256 replies waiting for room, the pipe; not 20,000 replies.
+    baseline.within("stdio, nothing read", 160 * MIB, 8)?;
+
+    // The client reads again: every call is answered once (a refusal is an answer).
+    let mut answered: HashMap<u64, usize> = HashMap::new();
+    let mut busy = 0;
+    while answered.len() < CALLS {
+        let line = tokio::time::timeout(WAIT, stdout.next_line()).await.context("a reply in time")??.context("stdout ended")?;
+        let reply: Value = serde_json::from_str(&line)?;
+        if reply["error"]["code"] == -32000 {
+            busy += 1;
+        } else {
+            ensure!(reply["result"]["content"][0]["text"].as_str().is_some_and(|t| t.len() == text_len()), "{}", &line[..line.len().min(300)]);
+        }
+        *answered.entry(reply["id"].as_u64().context("id")?).or_default() += 1;
+    }
+    writer.await??;
+    ensure!(answered.values().all(|n| *n == 1), "a call was answered twice");
+    // Past 256 in flight a call is refused (an answer too); most are served.
+    ensure!(busy < CALLS / 2, "{busy} of {CALLS} calls were refused as busy");
+    eprintln!("stdio, nothing read: stalled after {stalled_at} calls; {busy} of {CALLS} refused as busy once the client read again");
+    Ok(())
+}
+
+fn text_len() -> usize {
+    16 * 1024
+}
+
+/// HTTP+SSE: a client opens `/sse`, never reads it, and posts 20,000 calls. The posts stall once
+/// the session's queue and in-flight requests are full; the host holds a bounded amount, and a
+/// bystander is served throughout. Twin: the bystander's own traffic.
+#[tokio::test]
+async fn replies_never_read_over_http_sse_stall_the_posts_and_hold_a_bounded_amount() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = text_plugin();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    let baseline = Baseline::of(host.pid())?;
+    let mut stream = connect_from(ATTACKER, host.addr).await?;
+    stream.write_all(b"GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n").await?;
+    let mut head = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, stream.read(&mut head)).await??;
+    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+    let endpoint = head.split("data: ").nth(1).and_then(|d| d.lines().next()).context("the endpoint event")?.trim().to_owned();
+    // From here on, the stream is never read.
+    let text = "y".repeat(16 * 1024);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}});
+    let mut posts = connect_from(ATTACKER, host.addr).await?;
+    let post = |body: String| format!("POST {endpoint} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let mut sent = 0usize;
+    let mut stalled = false;
+    let mut buffer = vec![0u8; 4096];
+    for id in 0..20_000usize {
+        let body = if id == 0 { init.to_string() } else { echo_line(id, &text).trim_end().to_owned() };
+        posts.write_all(post(body).as_bytes()).await?;
+        match tokio::time::timeout(PROMPT, posts.read(&mut buffer)).await {
+            Ok(read) => {
+                let n = read?;
+                ensure!(String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 202"), "{}", String::from_utf8_lossy(&buffer[..n]));
+                sent += 1;
+            }
+            Err(_) => {
+                stalled = true;
+                break;
+            }
+        }
+        if id % 500 == 0 {
+            bystander_is_served(&host, &format!("after {id} unread calls")).await?;
+        }
+    }
+    ensure!(stalled, "all {sent} posts were taken while the stream was never read");
+    ensure!(sent < 2_000, "{sent} posts were taken before the session stopped reading");
+    baseline.within("HTTP+SSE, nothing read", 160 * MIB, 16)?;
+    bystander_is_served(&host, "while the posts are stalled").await?;
+    drop(posts);
+    drop(stream);
+    bystander_is_served(&host, "after the attacker left").await?;
+    Ok(())
+}
+
+/// WebSocket: with `--max-connections 64`, one client opens sockets until refused. Each upgraded
+/// socket keeps its slot and its client's share (8 of the 64), so the attacker holds at most 8
+/// and the bystander is served; the host's descriptors grow by the sockets it holds, no more.
+#[tokio::test]
+async fn upgraded_websockets_keep_their_slots_and_one_client_holds_only_its_share() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--max-connections", "64"]).await?;
+    let baseline = Baseline::of(host.pid())?;
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..40 {
+        let stream = connect_from(ATTACKER, host.addr).await?;
+        let request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+        match tokio::time::timeout(WAIT, tokio_tungstenite::client_async(request, stream)).await? {
+            Ok((socket, _)) => held.push(socket),
+            Err(_) => refused += 1,
+        }
+    }
+    ensure!(held.len() == 8, "one client holds {} sockets; its share is 8", held.len());
+    ensure!(refused == 32);
+    // The sockets held work.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    held[0].send(Message::text(ping.to_string())).await?;
+    let reply = tokio::time::timeout(WAIT, held[0].next()).await?.context("closed")??;
+    ensure!(reply.to_text()?.contains("\"id\":1"), "{reply:?}");
+    bystander_is_served(&host, "while one client holds its whole share of sockets").await?;
+    baseline.within("8 sockets held", 64 * MIB, 8 + 4)?;
+    drop(held);
+    bystander_is_served(&host, "after the sockets closed").await?;
+    Ok(())
+}
+
+/// Every slot taken, by many clients: `/healthz` and `/readyz` still answer (a reserve of
+/// connections kept for them), and an MCP request on such a connection is refused at once.
+#[tokio::test]
+async fn health_checks_answer_when_every_connection_slot_is_taken() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--max-connections", "16", "--max-connections-per-client", "8"]).await?;
+    let mut held = Vec::new();
+    for from in ["127.0.0.3", "127.0.0.4"] {
+        for _ in 0..8 {
+            let stream = connect_from(from, host.addr).await?;
+            let request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+            let (socket, _) = tokio::time::timeout(WAIT, tokio_tungstenite::client_async(request, stream)).await??;
+            held.push(socket);
+        }
+    }
+    let (status, _) = tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).await??;
+    ensure!(status == 200, "/healthz answered {status}");
+    let (status, _) = tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).await??;
+    ensure!(status == 200, "/readyz answered {status}");
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta(json!({}))}});
+    let (status, body) = tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, &modern_post("server/discover", &discover))).await??;
+    ensure!(status == 503, "an MCP request beyond every slot is refused at once: {status} {body}");
+    drop(held);
+    Ok(())
+}
+
+/// Unfinished bodies: connections announce 16 MiB and stop one byte short. Under a 256 MiB
+/// budget one client may have an eighth of it (32 MiB) being read: two bodies; the rest are
+/// refused at once (429) before a byte of them is read; at the body deadline the unfinished
+/// ones get 408 and are closed, and the memory comes back. Twin: a whole body.
+/// (The deadline is 5 s so that every body is open before the first is due.)
+#[tokio::test]
+async fn unfinished_bodies_are_dropped_at_their_deadline_and_their_memory_comes_back() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--memory-budget", "256MiB", "--body-timeout", "5s"]).await?;
+    let baseline = Baseline::of(host.pid())?;
+    let announced = 16 << 20;
+    let chunk = vec![b' '; 1 << 20];
+    let mut open = Vec::new();
+    let mut refused_at_once = 0;
+    for _ in 0..24 {
+        let mut stream = connect_from(ATTACKER, host.addr).await?;
+        let head = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {announced}\r\n\r\n");
+        stream.write_all(head.as_bytes()).await?;
+        // A refusal comes at once, before the body; otherwise send all but the last byte.
+        let mut first = [0u8; 12];
+        match tokio::time::timeout(Duration::from_millis(100), stream.read(&mut first)).await {
+            Ok(Ok(n)) if n > 0 => {
+                ensure!(first[..n].starts_with(b"HTTP/1.1 429"), "{}", String::from_utf8_lossy(&first[..n]));
+                refused_at_once += 1;
+                continue;
+            }
+            _ => {}
+        }
+        for _ in 0..15 {
+            stream.write_all(&chunk).await?;
+        }
+        stream.write_all(&chunk[..(1 << 20) - 1]).await?;
+        open.push(stream);
+    }
+    ensure!(open.len() == 2 && refused_at_once == 22, "{} bodies read at once, {refused_at_once} refused", open.len());
+    bystander_is_served(&host, "while unfinished bodies are held").await?;
+    baseline.within("unfinished bodies", 2 * 16 * MIB + 48 * MIB, 24 + 8)?;
+    let peak = crate::harness::rss(host.pid())?;
+    // At the deadline: 408, closed.
+    for stream in &mut open {
+        let mut answer = Vec::new();
+        tokio::time::timeout(WAIT, stream.read_to_end(&mut answer)).await??;
+        ensure!(answer.starts_with(b"HTTP/1.1 408"), "{}", String::from_utf8_lossy(&answer[..answer.len().min(100)]));
+    }
+    drop(open);
+    // The memory comes back: within 20% of the RSS before the burst, a few seconds later.
+    let back = tokio::time::timeout(WAIT, async {
+        loop {
+            let rss = crate::harness::rss(host.pid())?;
+            if rss <= baseline.rss + baseline.rss / 5 {
+                return anyhow::Ok(rss);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+    .await
+    .with_context(|| format!("RSS stayed above {} MiB (before: {} MiB, peak {} MiB)", (baseline.rss + baseline.rss / 5) >> 20, baseline.rss >> 20, peak >> 20))??;
+    eprintln!("unfinished bodies: RSS {} MiB before, {} MiB at the peak, {} MiB after", baseline.rss >> 20, peak >> 20, back >> 20);
+    // Twin: a whole body is served.
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta(json!({}))}});
+    let (status, _) = exchange(BYSTANDER, host.addr, &modern_post("server/discover", &discover)).await?;
+    ensure!(status == 200);
+    Ok(())
+}
+
+/// WebSocket: a client starts a message and keeps the connection alive with a pong every 300 ms
+/// without ever finishing it. The message deadline (`--body-timeout 1s`) closes the connection
+/// with 1008 whatever the pongs. Twin: a message finished within the deadline, pongs between
+/// its fragments, is answered.
+#[tokio::test]
+async fn a_websocket_message_must_finish_in_time_whatever_the_pongs() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--body-timeout", "1s"]).await?;
+    let open = || async {
+        let stream = connect_from(ATTACKER, host.addr).await?;
+        let request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+        anyhow::Ok(tokio::time::timeout(WAIT, tokio_tungstenite::client_async(request, stream)).await??.0)
+    };
+    let fragment = |opcode: OpCode, fin: bool, payload: &str| {
+        let mut header = FrameHeader::default();
+        header.is_final = fin;
+        header.opcode = opcode;
+        Message::Frame(Frame::from_payload(header, payload.as_bytes().to_vec().into()))
+    };
+    // Twin: fragments with pongs between them, finished in time.
+    let mut socket = open().await?;
+    socket.send(fragment(OpCode::Data(Data::Text), false, r#"{"jsonrpc":"2.0","id":7,"#)).await?;
+    socket.send(Message::Pong(Default::default())).await?;
+    socket.send(fragment(OpCode::Data(Data::Continue), true, r#""method":"ping"}"#)).await?;
+    let reply = tokio::time::timeout(WAIT, socket.next()).await?.context("closed")??;
+    ensure!(reply.to_text()?.contains("\"id\":7"), "{reply:?}");
+
+    // Attack: never finished, pongs every 300 ms.
+    let mut socket = open().await?;
+    socket.send(fragment(OpCode::Data(Data::Text), false, r#"{"jsonrpc":"2.0","id":8,"#)).await?;
+    let started = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(WAIT, async {
+        loop {
+            tokio::select! {
+                message = socket.next() => match message {
+                    Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return None,
+                },
+                () = tokio::time::sleep(Duration::from_millis(300)) => {
+                    if socket.send(Message::Pong(Default::default())).await.is_err() {
+                        return None;
+                    }
+                }
+            }
+        }
+    })
+    .await?;
+    let took = started.elapsed();
+    ensure!(closed == Some(1008), "closed with {closed:?}");
+    ensure!(took < Duration::from_secs(5), "the unfinished message was held {took:?}");
+    bystander_is_served(&host, "after the unfinished message").await?;
+    Ok(())
+}
+
+/// Streams: one client opens 80 `subscriptions/listen` streams and never reads them. It holds
+/// its share (64); the rest are refused at once with 429; the bystander's listen and other
+/// requests are served.
+#[tokio::test]
+async fn one_client_holds_only_its_share_of_streams() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"_meta": modern_meta(json!({})), "notifications": {"toolsListChanged": true}}});
+    let request = modern_post("subscriptions/listen", &listen).replace("Connection: close\r\n", "");
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..80 {
+        let mut stream = connect_from(ATTACKER, host.addr).await?;
+        stream.write_all(request.as_bytes()).await?;
+        let mut buffer = [0u8; 512];
+        let n = tokio::time::timeout(WAIT, stream.read(&mut buffer)).await??;
+        let answer = String::from_utf8_lossy(&buffer[..n]);
+        if answer.starts_with("HTTP/1.1 429") {
+            refused += 1;
+        } else {
+            ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            held.push(stream);
+        }
+    }
+    ensure!(held.len() == 64 && refused == 16, "held {}, refused {refused}", held.len());
+    bystander_is_served(&host, "while one client holds its share of streams").await?;
+    let mut bystander_listen = connect_from(BYSTANDER, host.addr).await?;
+    bystander_listen.write_all(request.as_bytes()).await?;
+    let mut buffer = [0u8; 512];
+    let n = tokio::time::timeout(PROMPT, bystander_listen.read(&mut buffer)).await??;
+    ensure!(buffer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&buffer[..n]));
+    drop(held);
+    Ok(())
+}
+
+/// Sessions: one client sends 1,024 `initialize`s as fast as it can. It opens its burst (20)
+/// and is then refused (429) until its rate allows more; the bystander opens a session at once.
+#[tokio::test]
+async fn an_initialize_flood_locks_out_only_its_sender() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{init}",
+        init.len()
+    );
+    let mut stream = connect_from(ATTACKER, host.addr).await?;
+    let (mut opened, mut limited) = (0, 0);
+    let mut buffer = vec![0u8; 8192];
+    for _ in 0..1024 {
+        stream.write_all(request.as_bytes()).await?;
+        let n = tokio::time::timeout(WAIT, stream.read(&mut buffer)).await??;
+        let answer = String::from_utf8_lossy(&buffer[..n]);
+        if answer.starts_with("HTTP/1.1 429") {
+            limited += 1;
+        } else {
+            ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            opened += 1;
+            // An SSE answer may come in several reads: start the next request on a new connection.
+            stream = connect_from(ATTACKER, host.addr).await?;
+        }
+    }
+    ensure!(opened <= 128 && limited >= 1024 - 128, "opened {opened}, limited {limited}");
+    let bystander = connect_from(BYSTANDER, host.addr).await?;
+    let mut bystander = bystander;
+    bystander.write_all(request.as_bytes()).await?;
+    let n = tokio::time::timeout(PROMPT, bystander.read(&mut buffer)).await??;
+    let answer = String::from_utf8_lossy(&buffer[..n]);
+    ensure!(answer.starts_with("HTTP/1.1 200") && answer.to_ascii_lowercase().contains("mcp-session-id"), "{answer}");
+    Ok(())
+}
+
+/// Slow heads: one client opens 200 connections and sends each head one byte at a time. It is
+/// held to its share of connections (128 at the defaults); the bystander is served throughout,
+/// also when a token is required (heads are read before the token is checked).
+#[tokio::test]
+async fn slow_heads_hold_only_their_senders_share() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let token = "0123456789abcdef0123456789abcdef";
+    let host = HttpHost::start_with_env(plugins.path(), &[], &[("PADDOCK_HTTP_TOKEN", token)]).await?;
+    let baseline = Baseline::of(host.pid())?;
+    let mut slow = Vec::new();
+    for _ in 0..200 {
+        let mut stream = connect_from(ATTACKER, host.addr).await?;
+        stream.write_all(b"P").await?;
+        slow.push(stream);
+    }
+    bystander_is_served_with(&host, "while 200 slow heads are open", Some(token)).await?;
+    baseline.within("200 slow heads", 64 * MIB, 200 + 8)?;
+    drop(slow);
+    Ok(())
+}
+
