@@ -2,7 +2,7 @@
 //! (DNS rebinding), bearer tokens, size and connection limits, and graceful shutdown.
 
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use paddock_tests::http::{EventReader, HttpHost, modern_meta};
 use paddock_tests::{PluginDir, WAIT, conformance_plugins, run_paddock};
 use serde_json::{Value, json};
@@ -308,5 +308,60 @@ async fn health_answers_at_once_and_readiness_waits_for_the_plugins() -> Result<
     assert_eq!(post_discover(&host, &[]).await?.status(), 503, "MCP waits for the plugins");
     host.wait_ready().await?;
     assert_eq!(post_discover(&host, &[]).await?.status(), 200);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_call_still_running_when_the_grace_ends_is_answered_before_its_connection_closes() -> Result<()> {
+    let plugins = conformance_plugins();
+    let mut host = HttpHost::start(plugins.path(), &["--shutdown-grace", "500ms"]).await?;
+    let call = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow_compute", "arguments": {"seconds": 30, "label": "late"}, "_meta": modern_meta(json!({}))}});
+    let stateless = tokio::spawn({
+        let url = host.url("/mcp");
+        let body = call(3).to_string();
+        async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("accept", "application/json")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "slow_compute")
+                .body(body)
+                .send()
+                .await?;
+            let status = response.status();
+            anyhow::Ok((status, serde_json::from_str::<Value>(&response.text().await?)?))
+        }
+    });
+    let mut ws = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+    ws.headers_mut().insert("sec-websocket-protocol", "mcp".parse()?);
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws).await?;
+    futures::SinkExt::send(&mut socket, tokio_tungstenite::tungstenite::Message::text(call(4).to_string())).await?;
+    // Both calls are running before the signal.
+    host.wait_for_logs("request admitted", 2).await?;
+    host.terminate()?;
+
+    let (status, reply) = tokio::time::timeout(WAIT, stateless).await???;
+    assert_eq!(status, 503, "{reply}");
+    assert_eq!(reply["id"], 3);
+    assert_eq!(reply["error"]["code"], -32000, "{reply}");
+    assert!(reply["error"]["message"].as_str().is_some_and(|m| m.contains("shutting down")), "{reply}");
+    let (answer, close) = tokio::time::timeout(WAIT, async {
+        let mut answer = None;
+        loop {
+            match futures::StreamExt::next(&mut socket).await {
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) => answer = Some(serde_json::from_str::<Value>(text.as_str())?),
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Close(frame))) => return anyhow::Ok((answer, frame.map(|f| u16::from(f.code)))),
+                Some(Ok(_)) => {}
+                _ => return anyhow::Ok((answer, None)),
+            }
+        }
+    })
+    .await??;
+    let answer = answer.context("the WebSocket call got no reply before the close")?;
+    assert_eq!(answer["id"], 4);
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(close, Some(1001));
+    assert_eq!(host.exit_code(WAIT).await?, 0);
     Ok(())
 }

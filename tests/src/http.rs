@@ -154,6 +154,20 @@ impl HttpHost {
         }
     }
 
+    /// Waits until `count` log records contain `needle`.
+    pub async fn wait_for_logs(&self, needle: &str, count: usize) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.log.grew.notified();
+            if self.log.lines.lock().expect("log").iter().filter(|l| l.contains(needle)).count() >= count {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                bail!("fewer than {count} log records contain {needle:?}; log:\n{}", self.log_text());
+            }
+        }
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) -> Result<()> {
         let pid = self.child.id().context("already exited")?;

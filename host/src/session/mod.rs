@@ -68,6 +68,8 @@ pub const SERVER_BUSY: i64 = -32000;
 /// How long a cancelled request may take to wind down before the session drops its work. The
 /// runtime stops a plugin sooner (its own grace period); this holds for any `Plugin`.
 const CANCEL_BACKSTOP: Duration = Duration::from_secs(1);
+/// How long `abandon_in_flight` waits for room for each reply.
+const ABANDON_WAIT: Duration = Duration::from_millis(200);
 /// What an admitted request reserves of the process's memory budget until its reply is queued.
 const ADMISSION_RESERVE: usize = 64 << 10;
 
@@ -210,6 +212,23 @@ impl Session {
             entry.cx.cancel();
         }
         self.end_of_input();
+    }
+
+    /// Answers every request still in flight with a `SERVER_BUSY` error saying `why`, and stops
+    /// it: for a shutdown whose grace period has ended, so that no client is left without a
+    /// reply. Each reply waits at most `ABANDON_WAIT` for room (a client that does not read
+    /// loses it).
+    pub async fn abandon_in_flight(&self, why: &str) {
+        let entries: Vec<(Id, InFlight)> = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        if !entries.is_empty() {
+            tracing::warn!(requests = entries.len(), "requests still running at the end of the grace period are answered with an error and stopped");
+        }
+        for (id, entry) in entries {
+            entry.cx.cancel();
+            let error = ErrorObject::new(SERVER_BUSY, why);
+            let line = jsonrpc::error_line(Some(&id), &error);
+            let _ = tokio::time::timeout(ABANDON_WAIT, self.deliver(&entry.dest, line, Some(error.code), None)).await;
+        }
     }
 
     /// The client will send nothing more: listen requests end (with their closing result) and

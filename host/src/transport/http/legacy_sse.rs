@@ -65,6 +65,7 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, Extension(client): E
                 () = shutdown.cancelled() => {
                     session.end_of_input();
                     session.drain(grace).await;
+                    session.abandon_in_flight(super::SHUTDOWN_ANSWER).await;
                 }
                 () = ended.cancelled() => {}
             }

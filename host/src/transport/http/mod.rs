@@ -54,6 +54,8 @@ use crate::budget::Budget;
 
 /// Connections kept beyond `HttpLimits::max_connections` for health checks.
 pub const HEALTH_RESERVE: usize = 16;
+/// How long the replies of requests stopped at the end of a shutdown may take to be written.
+const ANSWER_WRITE: Duration = Duration::from_secs(2);
 /// How long a health-check connection may take to send its head.
 const HEALTH_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -144,6 +146,32 @@ struct Shared {
     peers: Arc<Peers>,
     /// The process's memory budget for clients.
     budget: Arc<Budget>,
+    /// The channel sessions (WebSocket, HTTP+SSE) and 2026-07-28 requests being served: at the
+    /// end of the shutdown grace, what they still run is answered with an error.
+    channels: std::sync::Mutex<Vec<std::sync::Weak<crate::session::Session>>>,
+}
+
+/// What a request still running when the shutdown grace ends is told.
+const SHUTDOWN_ANSWER: &str = "the server is shutting down: this request was stopped before it finished; retry on another server or later";
+
+impl Shared {
+    /// Follows `session` until it is dropped, to answer its requests at the end of a shutdown.
+    fn track(&self, session: &Arc<crate::session::Session>) {
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        if channels.len() >= 64 && channels.len().is_power_of_two() {
+            channels.retain(|weak| weak.strong_count() > 0);
+        }
+        channels.push(Arc::downgrade(session));
+    }
+
+    /// Every request still running is answered with `SHUTDOWN_ANSWER` and stopped.
+    async fn abandon_all(&self) {
+        let tracked: Vec<Arc<crate::session::Session>> =
+            self.channels.lock().unwrap_or_else(|e| e.into_inner()).drain(..).filter_map(|weak| weak.upgrade()).collect();
+        for session in tracked.iter().chain(self.sessions.all().iter().map(|http| &http.session)) {
+            session.abandon_in_flight(SHUTDOWN_ANSWER).await;
+        }
+    }
 }
 
 impl Shared {
@@ -184,7 +212,16 @@ impl HttpListener {
         let sessions = SessionTable::new(&options.limits, &options.budget);
         let peers = Peers::new(options.peers.clone());
         let budget = Arc::clone(&options.budget);
-        let shared = Arc::new(Shared { server: OnceLock::new(), sessions, options, shutdown: CancellationToken::new(), work: TaskTracker::new(), peers, budget });
+        let shared = Arc::new(Shared {
+            server: OnceLock::new(),
+            sessions,
+            options,
+            shutdown: CancellationToken::new(),
+            work: TaskTracker::new(),
+            peers,
+            budget,
+            channels: std::sync::Mutex::new(Vec::new()),
+        });
         Ok(HttpListener { listener, shared })
     }
 
@@ -303,7 +340,14 @@ impl HttpListener {
         })
         .await;
         if finished.is_err() {
-            tracing::warn!(grace = ?grace, "calls still running after the grace period are cancelled");
+            tracing::warn!(grace = ?grace, "calls still running after the grace period are answered with an error and cancelled");
+            shared.abandon_all().await;
+            // Their replies go out before the connections close.
+            let _ = tokio::time::timeout(ANSWER_WRITE, async {
+                shared.work.wait().await;
+                connections.wait().await;
+            })
+            .await;
         }
         shared.sessions.close_all();
         reaper.abort();

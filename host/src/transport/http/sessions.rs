@@ -222,6 +222,11 @@ impl SessionTable {
         }
     }
 
+    /// Every live session.
+    pub(super) fn all(&self) -> Vec<Arc<HttpSession>> {
+        self.lock().values().cloned().collect()
+    }
+
     /// Ends every session (shutdown).
     pub(super) fn close_all(&self) {
         let all: Vec<Arc<HttpSession>> = self.lock().drain().map(|(_, s)| s).collect();

@@ -202,6 +202,7 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMa
     let has_request = holds_request(&value);
     let (out, mut queue) = outbound_charged(POST_QUEUE, server.budget());
     let session = Session::stateless_from(server, out.clone(), &client.to_string());
+    shared.track(&session);
     session.handle_value_on(value, out).await;
     if !has_request {
         return StatusCode::ACCEPTED.into_response();

@@ -126,6 +126,7 @@ where
     let (mut sink, mut frames) = socket.split();
     let (out, mut queue) = outbound_charged(SESSION_QUEUE, server.budget());
     let session = Session::new(server, out);
+    shared.track(&session);
     let keep_alive = shared.options.limits.keep_alive;
     let (close_tx, mut close_rx) = tokio::sync::oneshot::channel::<CloseFrame>();
     let writer = tokio::spawn(async move {
@@ -199,6 +200,7 @@ where
     if shutting_down {
         session.end_of_input();
         session.drain(shared.options.shutdown_grace).await;
+        session.abandon_in_flight(super::SHUTDOWN_ANSWER).await;
         let _ = close_tx.send(CloseFrame { code: CloseCode::Away, reason: "server shutting down".into() });
     } else {
         session.close();
