@@ -282,8 +282,9 @@ struct Loaded {
 }
 
 /// The runtime for the plugins of `plugins_dir`: its pool sized to what they can run at once.
-fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir: &Path) -> Result<crate::runtime::Runtime> {
+fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir: &Path, host_descriptors: u64) -> Result<crate::runtime::Runtime> {
     let options = crate::runtime::RuntimeOptions {
+        host_descriptors,
         cache_dir: common.cache_dir.clone(),
         max_memory: config.largest_memory_limit(),
         max_instances: crate::runtime::instances_for_folder(plugins_dir, config),
@@ -292,12 +293,12 @@ fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir
     crate::runtime::Runtime::new(options).context("cannot start the WebAssembly runtime")
 }
 
-async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
+async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64) -> Result<Loaded> {
     if !plugins_dir.is_dir() {
         bail!("plugins folder `{}` does not exist (fix: create it and put `.wasm` plugins in it, or pass another folder)", plugins_dir.display());
     }
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config, plugins_dir)?;
+    let runtime = open_runtime(common, &config, plugins_dir, host_descriptors)?;
     let report = crate::runtime::load_folder(&runtime, plugins_dir, &config).await;
     let entries = report
         .plugins
@@ -314,7 +315,7 @@ async fn load(plugins_dir: &Path, common: &CommonArgs) -> Result<Loaded> {
 }
 
 async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, budget: Arc<crate::budget::Budget>) -> Result<ExitCode> {
-    let server = load_server(plugins_dir, state_key_file, common, "stdio", budget).await?;
+    let server = load_server(plugins_dir, state_key_file, common, "stdio", budget, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
     crate::transport::stdio::serve_process(server).await.context("stdio transport failed")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -376,7 +377,8 @@ async fn serve_http(
     let stop = tokio_util::sync::CancellationToken::new();
     let serving = tokio::spawn(listener.run(stop.clone()));
     tokio::spawn(stop_on_signal(stop.clone()));
-    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", budget).await {
+    let host_descriptors = crate::transport::http::host_descriptors(args.max_connections);
+    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", budget, host_descriptors).await {
         Ok(server) => server,
         Err(err) => {
             stop.cancel();
@@ -406,8 +408,15 @@ async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
 }
 
 /// Loads config and plugins for serving, logging every problem, and builds the session core.
-async fn load_server(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, over: &str, budget: Arc<crate::budget::Budget>) -> Result<Arc<crate::session::Server>> {
-    let loaded = load(plugins_dir, common).await?;
+async fn load_server(
+    plugins_dir: &Path,
+    state_key_file: Option<&Path>,
+    common: &CommonArgs,
+    over: &str,
+    budget: Arc<crate::budget::Budget>,
+    host_descriptors: u64,
+) -> Result<Arc<crate::session::Server>> {
+    let loaded = load(plugins_dir, common, host_descriptors).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
         bail!("the configuration is invalid:\n{}", global.join("\n"));
@@ -448,7 +457,7 @@ fn problem_plugin(problem: &crate::runtime::LoadProblem) -> Option<&str> {
 }
 
 async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
-    let loaded = load(plugins_dir, common).await?;
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
     let mut problems = 0usize;
     for problem in loaded.config.problems() {
         eprintln!("{problem}");
@@ -495,7 +504,7 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
 async fn inspect(file: &Path, common: &CommonArgs) -> Result<ExitCode> {
     let plugins_dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config, plugins_dir)?;
+    let runtime = open_runtime(common, &config, plugins_dir, crate::runtime::RuntimeOptions::default().host_descriptors)?;
     let inspection = crate::runtime::inspect(&runtime, file).await.map_err(|problem| anyhow::anyhow!("{problem}"))?;
     let id = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let grant = config.grant(&id).ok();
@@ -508,7 +517,7 @@ async fn call(plugins_dir: &Path, tool: &str, args: &str, common: &CommonArgs) -
     if !arguments.is_object() {
         bail!("--args must be a JSON object, for example '{{\"text\":\"hi\"}}'");
     }
-    let loaded = load(plugins_dir, common).await?;
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
     for problem in &loaded.report.problems {
         tracing::warn!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
     }

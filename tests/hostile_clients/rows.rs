@@ -449,3 +449,26 @@ async fn slow_heads_hold_only_their_senders_share() -> Result<()> {
     Ok(())
 }
 
+
+/// Streams have a lifetime: with `--max-stream-lifetime 1s` a `subscriptions/listen` stream
+/// nobody ends is told to close (its closing result, then the end of the stream), so a client
+/// cannot hold a stream, and its share, for ever. Twin: the closing result is a normal one.
+#[tokio::test]
+async fn a_stream_ends_at_its_lifetime_with_its_closing_result() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--max-stream-lifetime", "1s"]).await?;
+    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {"_meta": modern_meta(json!({})), "notifications": {"toolsListChanged": true}}});
+    let mut stream = connect_from(ATTACKER, host.addr).await?;
+    stream.write_all(modern_post("subscriptions/listen", &listen).as_bytes()).await?;
+    let started = tokio::time::Instant::now();
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut answer)).await??;
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&answer);
+    ensure!(text.contains("notifications/subscriptions/acknowledged"), "{text}");
+    let closing = text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str::<Value>(d).ok()).find(|m| m["id"] == 5);
+    ensure!(closing.is_some_and(|c| c.get("result").is_some()), "the stream ended with its closing result: {text}");
+    ensure!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "the stream lived {took:?}");
+    Ok(())
+}

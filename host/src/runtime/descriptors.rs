@@ -44,9 +44,19 @@ impl DescriptorPool {
     }
 
     /// The process's pool: the open-file limit (its soft limit raised to the hard limit first)
-    /// less `HOST_RESERVE`, or `cap` when that is smaller.
-    pub(crate) fn for_process(cap: Option<u64>) -> Self {
-        let available = open_file_limit().saturating_sub(HOST_RESERVE).max(MIN_PROCESS_POOL);
+    /// less what the host keeps for itself (`host`: at least `HOST_RESERVE`; a listener adds its
+    /// connections), or `cap` when that is smaller.
+    pub(crate) fn for_process(cap: Option<u64>, host: u64) -> Self {
+        let limit = open_file_limit();
+        let host = host.max(HOST_RESERVE);
+        if limit < host + MIN_PROCESS_POOL {
+            tracing::warn!(
+                open_file_limit = limit,
+                host,
+                "the open-file limit leaves the plugins too few descriptors beside the host's own and its connections (fix: raise `ulimit -n`, or lower --max-connections)"
+            );
+        }
+        let available = limit.saturating_sub(host).max(MIN_PROCESS_POOL);
         DescriptorPool::new(cap.map_or(available, |cap| cap.min(available)))
     }
 
@@ -225,6 +235,16 @@ fn open_file_limit() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_host_keeps_for_its_connections_is_never_the_plugins() {
+        let plain = DescriptorPool::for_process(None, HOST_RESERVE);
+        let listening = DescriptorPool::for_process(None, HOST_RESERVE + 5000);
+        let limit = open_file_limit();
+        assert_eq!(plain.limit(), limit.saturating_sub(HOST_RESERVE).max(MIN_PROCESS_POOL));
+        assert_eq!(listening.limit(), limit.saturating_sub(HOST_RESERVE + 5000).max(MIN_PROCESS_POOL));
+        assert_eq!(DescriptorPool::for_process(None, 1).limit(), plain.limit(), "the host keeps at least its own reserve");
+    }
 
     fn file_grant(descriptors: u64) -> Grant {
         let mut grant = Grant::default();

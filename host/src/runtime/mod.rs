@@ -73,6 +73,9 @@ pub struct RuntimeOptions {
     /// Host file descriptors all plugins together may hold; `None` (or anything larger) means
     /// the open-file limit less a reserve for the host.
     pub max_descriptors: Option<u64>,
+    /// Descriptors the host keeps for itself, outside the plugins' pool: its files and logs,
+    /// and (serving HTTP) every connection it may hold (`transport::http::host_descriptors`).
+    pub host_descriptors: u64,
 }
 
 impl Default for RuntimeOptions {
@@ -87,6 +90,7 @@ impl Default for RuntimeOptions {
             max_memory: crate::policy::Limits::DEFAULT_MEMORY,
             resolver: None,
             max_descriptors: None,
+            host_descriptors: descriptors::HOST_RESERVE,
         }
     }
 }
@@ -129,7 +133,7 @@ impl Runtime {
         let resolver = options.resolver.clone().unwrap_or_else(|| Arc::new(SystemResolver));
         let services = sandbox::HostServices {
             egress: egress::Egress::new(resolver),
-            descriptors: Arc::new(descriptors::DescriptorPool::for_process(options.max_descriptors)),
+            descriptors: Arc::new(descriptors::DescriptorPool::for_process(options.max_descriptors, options.host_descriptors)),
         };
         let (engine, slot_reset) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         tracing::debug!(?slot_reset, "instance slots");

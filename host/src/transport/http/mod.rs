@@ -54,6 +54,17 @@ use crate::budget::Budget;
 
 /// Connections kept beyond `HttpLimits::max_connections` for health checks.
 pub const HEALTH_RESERVE: usize = 16;
+/// Descriptors the host keeps for itself beside a listener's: its files, logs and cache.
+const HOST_OWN_DESCRIPTORS: u64 = 256;
+
+/// Descriptors a host serving HTTP keeps out of the plugins' pool: one per connection it may
+/// hold (the cap and the health-check reserve; an upgraded WebSocket keeps its slot) and its
+/// own. So the listener at its cap never takes a descriptor a plugin's call, or the host's own
+/// files, need.
+pub fn host_descriptors(max_connections: usize) -> u64 {
+    (max_connections + HEALTH_RESERVE) as u64 + HOST_OWN_DESCRIPTORS
+}
+
 /// How long the replies of requests stopped at the end of a shutdown may take to be written.
 const ANSWER_WRITE: Duration = Duration::from_secs(2);
 /// How long a health-check connection may take to send its head.
