@@ -171,6 +171,66 @@ async fn replies_never_read_over_http_sse_stall_the_posts_and_hold_a_bounded_amo
     Ok(())
 }
 
+/// WebSocket: a client sends 20,000 calls with 16 KiB replies and reads nothing. The host's
+/// writer stalls on the socket, the session's queue and in-flight places fill, and the host
+/// stops reading the socket (the client's sends stall); it holds a bounded amount, a bystander
+/// is served, and once the client reads, every call is answered exactly once.
+#[tokio::test]
+async fn replies_never_read_over_websocket_stop_the_reading_and_lose_nothing() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    const CALLS: usize = 20_000;
+    let plugins = text_plugin();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    let stream = connect_from(ATTACKER, host.addr).await?;
+    let request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(host.ws_url("/ws"))?;
+    let (socket, _) = tokio::time::timeout(WAIT, tokio_tungstenite::client_async(request, stream)).await??;
+    let (mut sink, mut frames) = socket.split();
+    let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}});
+    sink.send(Message::text(init.to_string())).await?;
+    let reply = tokio::time::timeout(WAIT, frames.next()).await?.context("closed")??;
+    ensure!(reply.to_text()?.contains("protocolVersion"), "{reply:?}");
+    let baseline = Baseline::of(host.pid())?;
+    let text = "w".repeat(16 * 1024);
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = tokio::spawn({
+        let written = Arc::clone(&written);
+        async move {
+            for id in 1..=CALLS {
+                sink.send(Message::text(echo_line(id, &text).trim_end().to_owned())).await?;
+                written.store(id, Ordering::SeqCst);
+            }
+            anyhow::Ok(sink)
+        }
+    });
+    let stalled_at = tokio::time::timeout(WAIT, async {
+        let mut last = usize::MAX;
+        loop {
+            let now = written.load(Ordering::SeqCst);
+            if now == last {
+                return now;
+            }
+            last = now;
+            tokio::time::sleep(PROMPT).await;
+        }
+    })
+    .await
+    .context("the sends never stalled")?;
+    ensure!(stalled_at < CALLS, "the host read all {CALLS} calls while nothing was read");
+    baseline.within("WebSocket, nothing read", 160 * MIB, 8)?;
+    bystander_is_served(&host, "while the WebSocket client reads nothing").await?;
+    let mut answered: HashMap<u64, usize> = HashMap::new();
+    while answered.len() < CALLS {
+        let frame = tokio::time::timeout(WAIT, frames.next()).await.context("a reply in time")?.context("closed")??;
+        let Message::Text(line) = frame else { continue };
+        let reply: Value = serde_json::from_str(line.as_str())?;
+        *answered.entry(reply["id"].as_u64().context("id")?).or_default() += 1;
+    }
+    let _sink = writer.await??;
+    ensure!(answered.values().all(|n| *n == 1), "a call was answered twice");
+    eprintln!("WebSocket, nothing read: stalled after {stalled_at} calls");
+    Ok(())
+}
+
 /// WebSocket: with `--max-connections 64`, one client opens sockets until refused. Each upgraded
 /// socket keeps its slot and its client's share (8 of the 64), so the attacker holds at most 8
 /// and the bystander is served; the host's descriptors grow by the sockets it holds, no more.
@@ -389,7 +449,7 @@ async fn one_client_holds_only_its_share_of_streams() -> Result<()> {
     Ok(())
 }
 
-/// Sessions: one client sends 1,024 `initialize`s as fast as it can. It opens its burst (20)
+/// Sessions: one client sends 1,024 `initialize`s as fast as it can. It opens its burst (64)
 /// and is then refused (429) until its rate allows more; the bystander opens a session at once.
 #[tokio::test]
 async fn an_initialize_flood_locks_out_only_its_sender() -> Result<()> {

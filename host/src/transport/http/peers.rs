@@ -50,15 +50,15 @@ pub struct PeerLimits {
 
 impl PeerLimits {
     /// Shares of a listener with room for `connections` and `sessions` in all: an eighth of
-    /// each per client (at least 8), 64 streams, 20 new sessions at once and 5 a second, and
+    /// each per client (at least 8), 64 streams, 64 new sessions at once and 10 a second (a test suite or an IDE reconnecting opens dozens), and
     /// 64 MiB of bodies being read (`HttpOptions::new` sets it to an eighth of the budget).
     pub fn for_totals(connections: usize, sessions: usize) -> PeerLimits {
         PeerLimits {
             connections: (connections / 8).max(8).min(connections.max(1)),
             sessions: (sessions / 8).max(8).min(sessions.max(1)),
             streams: 64,
-            sessions_per_second: 5,
-            session_burst: 20,
+            sessions_per_second: 10,
+            session_burst: 64,
             body_bytes: 64 << 20,
             trusted_proxies: Vec::new(),
         }
