@@ -138,6 +138,12 @@ struct HttpArgs {
     /// least 8.
     #[arg(long, value_name = "N", requires = "http")]
     max_sessions_per_client: Option<usize>,
+    /// Legacy sessions one client may open at once before its rate applies.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
+    session_burst_per_client: u32,
+    /// Legacy sessions one client may open per second, past its burst.
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "http")]
+    sessions_per_second_per_client: u32,
     /// Long-lived streams one client may hold open at once.
     #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
     max_streams_per_client: usize,
@@ -359,6 +365,8 @@ async fn serve_http(
     peers.connections = args.max_connections_per_client.unwrap_or(peers.connections).max(1);
     peers.sessions = args.max_sessions_per_client.unwrap_or(peers.sessions).max(1);
     peers.streams = args.max_streams_per_client.max(1);
+    peers.session_burst = args.session_burst_per_client.max(1);
+    peers.sessions_per_second = args.sessions_per_second_per_client.max(1);
     peers.trusted_proxies = args.trusted_proxy.clone();
     // A client's bodies being read: an eighth of the budget, and at least one whole body.
     peers.body_bytes = (budget.limit() / 8).max(crate::transport::stdio::MAX_LINE);

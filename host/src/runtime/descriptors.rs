@@ -130,22 +130,31 @@ impl std::fmt::Display for Exhausted {
     }
 }
 
+/// The most descriptors one call can hold: a full resource table (each entry may hold one),
+/// and its outgoing requests in flight. The sandbox, which sets both, names it
+/// (`sandbox::CALL_CEILING`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallCeiling {
+    pub(crate) resources: u64,
+    pub(crate) requests: u64,
+}
+
 /// Descriptors a plugin with `grant` is reserved: none without files or network (it can open
 /// nothing), else its budget, or less when its calls could never hold that much (each of its
 /// `concurrency` calls at most a full resource table and its preopens, and its outgoing
 /// requests in flight).
-pub(crate) fn wanted(grant: &Grant) -> u64 {
-    let files = if grant.files.is_empty() { 0 } else { super::sandbox::MAX_RESOURCES as u64 + grant.files.len() as u64 + 1 };
-    let network = if grant.network.is_empty() { 0 } else { super::http::MAX_REQUESTS_IN_FLIGHT as u64 };
+pub(crate) fn wanted(grant: &Grant, ceiling: CallCeiling) -> u64 {
+    let files = if grant.files.is_empty() { 0 } else { ceiling.resources + grant.files.len() as u64 + 1 };
+    let network = if grant.network.is_empty() { 0 } else { ceiling.requests };
     grant.limits.descriptors.min((files + network).saturating_mul(u64::from(grant.limits.concurrency.max(1))))
 }
 
 /// Fits the budgets of plugins about to load into the `free` descriptors of the process's pool:
 /// when what they want (`wanted`) adds up to more, each budget is cut to its share, in
 /// proportion, and the warning naming them and the fix is returned.
-pub(crate) fn fit<'a>(plugins: impl Iterator<Item = (&'a str, &'a mut Grant)>, free: u64, pool: u64) -> Option<String> {
+pub(crate) fn fit<'a>(plugins: impl Iterator<Item = (&'a str, &'a mut Grant)>, free: u64, pool: u64, ceiling: CallCeiling) -> Option<String> {
     let mut wanting: Vec<(&str, &mut Grant, u64)> =
-        plugins.map(|(id, grant)| (id, wanted(grant), grant)).filter(|(_, wanted, _)| *wanted > 0).map(|(id, wanted, grant)| (id, grant, wanted)).collect();
+        plugins.map(|(id, grant)| (id, wanted(grant, ceiling), grant)).filter(|(_, wanted, _)| *wanted > 0).map(|(id, wanted, grant)| (id, grant, wanted)).collect();
     let total: u64 = wanting.iter().map(|(_, _, wanted)| wanted).sum();
     if total <= free {
         return None;
@@ -236,6 +245,9 @@ fn open_file_limit() -> u64 {
 mod tests {
     use super::*;
 
+    /// The sandbox's ceiling, as the loader passes it.
+    const CEILING: CallCeiling = crate::runtime::sandbox::CALL_CEILING;
+
     #[test]
     fn what_the_host_keeps_for_its_connections_is_never_the_plugins() {
         let plain = DescriptorPool::for_process(None, HOST_RESERVE);
@@ -303,21 +315,21 @@ mod tests {
 
     #[test]
     fn a_plugin_that_can_open_nothing_is_reserved_nothing_and_a_network_one_what_it_can_hold() {
-        assert_eq!(wanted(&Grant::default()), 0);
-        assert_eq!(wanted(&file_grant(4096)), 4096);
+        assert_eq!(wanted(&Grant::default(), CEILING), 0);
+        assert_eq!(wanted(&file_grant(4096), CEILING), 4096);
         let network = Grant {
             network: crate::policy::OutboundRules::parse(&["https://example.com".to_owned()]).expect("a rule"),
             limits: crate::policy::Limits { concurrency: 4, ..crate::policy::Limits::default() },
             ..Grant::default()
         };
-        assert_eq!(wanted(&network), 4 * super::super::http::MAX_REQUESTS_IN_FLIGHT as u64, "four calls of sixteen requests each");
+        assert_eq!(wanted(&network, CEILING), 4 * CEILING.requests, "four calls of sixteen requests each");
     }
 
     #[test]
     fn budgets_that_do_not_fit_are_cut_in_proportion_with_a_warning() {
         let mut grants = [("a", file_grant(4096)), ("b", file_grant(4096)), ("c", file_grant(2048)), ("none", Grant::default())];
-        assert_eq!(fit(grants.iter_mut().map(|(id, g)| (*id, g)), 20_000, 20_000), None, "10240 fit in 20000");
-        let warning = fit(grants.iter_mut().map(|(id, g)| (*id, g)), 5_120, 18_976).expect("10240 do not fit in 5120");
+        assert_eq!(fit(grants.iter_mut().map(|(id, g)| (*id, g)), 20_000, 20_000, CEILING), None, "10240 fit in 20000");
+        let warning = fit(grants.iter_mut().map(|(id, g)| (*id, g)), 5_120, 18_976, CEILING).expect("10240 do not fit in 5120");
         let budgets: Vec<u64> = grants.iter().map(|(_, g)| g.limits.descriptors).collect();
         assert_eq!(budgets, [2048, 2048, 1024, Grant::default().limits.descriptors], "half each; a plugin that opens nothing keeps its grant");
         assert!(budgets[..3].iter().sum::<u64>() <= 5_120);

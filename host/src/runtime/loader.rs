@@ -199,7 +199,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // Every plugin's descriptor budget is reserved out of the process's pool when its sandbox
     // is made; budgets that do not fit together are cut in proportion first, not first come.
     let pool = &runtime.services.descriptors;
-    if let Some(warning) = super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit()) {
+    if let Some(warning) = super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit(), super::sandbox::CALL_CEILING) {
         tracing::warn!("{warning}");
         report.warnings.push(warning);
     }

@@ -48,6 +48,9 @@ const MAX_TABLES: usize = 64;
 /// bounds the descriptors one call can hold; together with `HTTP_FIELDS_BYTES` it bounds the
 /// header memory one call can hold (10,000 entries of 128 KiB each once reached 1.3 GB).
 pub(crate) const MAX_RESOURCES: usize = 1024;
+/// The most descriptors one call can hold, which a plugin's descriptor budget need not exceed.
+pub(crate) const CALL_CEILING: super::descriptors::CallCeiling =
+    super::descriptors::CallCeiling { resources: MAX_RESOURCES as u64, requests: MAX_REQUESTS_IN_FLIGHT as u64 };
 /// In-memory bytes of one wasi:http `fields` resource (headers or trailers); wasi:http's own
 /// default is 128 KiB.
 const HTTP_FIELDS_BYTES: usize = 32 << 10;
@@ -132,7 +135,7 @@ impl Sandbox {
         let dirs = grant.files.iter().map(|dir| pin(&dir.host, &dir.guest, dir.mode)).collect::<Result<Vec<_>, _>>()?;
         let secrets = grant.secrets.iter().map(read_secret).collect::<Result<Vec<_>, _>>()?;
         let rules = Arc::new(grant.network.clone());
-        let wanted = super::descriptors::wanted(&grant);
+        let wanted = super::descriptors::wanted(&grant, CALL_CEILING);
         let descriptors = DescriptorPool::reserve(&services.descriptors, wanted)?;
         if descriptors.limit() < wanted {
             tracing::warn!(

@@ -191,7 +191,20 @@ fn main() -> Result<()> {
         stdio_targets.push(Target::peer(peer)?);
     }
     let http_commands = [
-        vec![paddock.clone(), "--log-format".into(), "json".into(), "serve".into(), args.plugins.display().to_string(), "--http".into(), "127.0.0.1:0".into()],
+        // Every connection of the load comes from one address, standing for many clients.
+        vec![
+            paddock.clone(),
+            "--log-format".into(),
+            "json".into(),
+            "serve".into(),
+            args.plugins.display().to_string(),
+            "--http".into(),
+            "127.0.0.1:0".into(),
+            "--max-sessions-per-client".into(),
+            "1024".into(),
+            "--session-burst-per-client".into(),
+            "1024".into(),
+        ],
         vec![native.clone(), "--http".into(), "127.0.0.1:0".into()],
     ];
     let large_folder = if run(Section::Echo1Mib) { Some(large_echo::plugin_folder(&text_wasm)?) } else { None };
