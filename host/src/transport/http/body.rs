@@ -8,12 +8,9 @@
 //! memory budget (503 past it) as they arrive, so one client's bodies never spend what the
 //! others need, and all bodies together never more than the budget.
 
-use std::sync::Arc;
-
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use bytes::BytesMut;
 use http_body_util::BodyExt;
@@ -22,13 +19,13 @@ use super::Shared;
 use super::guard::refusal;
 use crate::escape::Escaped;
 
-/// The middleware: reads the body of a request that has one, then hands the request on with
-/// the bytes in place of the stream.
-pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+/// Reads the body of a request that has one; the request with the bytes in place of the
+/// stream, or the refusal.
+pub(super) async fn read_whole(shared: &Shared, request: Request) -> Result<Request, Response> {
     let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<usize>().ok());
     let chunked = request.headers().contains_key(header::TRANSFER_ENCODING);
     if announced.unwrap_or(0) == 0 && !chunked {
-        return next.run(request).await;
+        return Ok(request);
     }
     let limits = &shared.options.limits;
     let (parts, body) = request.into_parts();
@@ -41,14 +38,14 @@ pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Reque
         Ok(share) => share,
         Err(over) => {
             tracing::warn!(peer = ?peer, bytes = announced, "refused a request body: {over}");
-            return super::peers::too_many(&over.to_string());
+            return Err(super::peers::too_many(&over.to_string()));
         }
     };
     let mut charge = match shared.budget.charge(reserved) {
         Ok(charge) => charge,
         Err(full) => {
             tracing::warn!(peer = ?peer, bytes = announced, "refused a request body: {full}");
-            return busy(&full.to_string());
+            return Err(busy(&full.to_string()));
         }
     };
     let read = async {
@@ -72,30 +69,30 @@ pub(super) async fn read_whole(State(shared): State<Arc<Shared>>, request: Reque
         Ok(Ok(bytes)) => bytes,
         Ok(Err(Refused::TooLarge)) => {
             tracing::warn!(peer = ?peer, "refused a request: its body is larger than the limit");
-            return refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts");
+            return Err(refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts"));
         }
         Ok(Err(Refused::Budget(full))) => {
             tracing::warn!(peer = ?peer, "refused a request body: {full}");
-            return busy(&full.to_string());
+            return Err(busy(&full.to_string()));
         }
         Ok(Err(Refused::Share(over))) => {
             tracing::warn!(peer = ?peer, "refused a request body: {over}");
-            return super::peers::too_many(&over.to_string());
+            return Err(super::peers::too_many(&over.to_string()));
         }
         Ok(Err(Refused::Broken)) => {
             tracing::debug!(peer = ?peer, "a request body ended before it was complete");
-            return refusal(StatusCode::BAD_REQUEST, "the body ended before it was complete");
+            return Err(refusal(StatusCode::BAD_REQUEST, "the body ended before it was complete"));
         }
         Err(_) => {
             tracing::warn!(peer = ?peer, path = %Escaped(parts.uri.path()), deadline = ?limits.body_timeout, "refused a request: its body did not arrive within the deadline");
             let mut response = refusal(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time");
             response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return response;
+            return Err(response);
         }
     };
     drop(charge);
     drop(share);
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 enum Refused {

@@ -353,18 +353,26 @@ fn named_hosts(request: &Request) -> Result<Vec<(Authority, String)>, (BadHost, 
 
 /// The middleware: Host, Origin, then the token.
 pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    match refused(&shared, &request) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
+/// The refusal of a request the guard does not let through, if it does not.
+pub(super) fn refused(shared: &Shared, request: &Request) -> Option<Response> {
     let policy = &shared.options.access;
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
     match named_hosts(&request) {
         Ok(named) => {
             if let Some((_, shown)) = named.iter().find(|(host, _)| !policy.host_allowed(host)) {
                 tracing::warn!(peer = ?peer, host = %Escaped(&shortened(shown)), "refused a request: its Host is not allowed (DNS rebinding protection; --allow-host adds names)");
-                return refusal(StatusCode::FORBIDDEN, "Host not allowed");
+                return Some(refusal(StatusCode::FORBIDDEN, "Host not allowed"));
             }
         }
         Err((why, shown)) => {
             tracing::warn!(peer = ?peer, host = %Escaped(&shortened(&shown)), "refused a request: {why}");
-            return refusal(StatusCode::BAD_REQUEST, "the Host header must be sent once, as a host and an optional port");
+            return Some(refusal(StatusCode::BAD_REQUEST, "the Host header must be sent once, as a host and an optional port"));
         }
     }
     let headers = request.headers();
@@ -373,11 +381,11 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, n
         let text = String::from_utf8_lossy(origin.as_bytes());
         if origins.next().is_some() {
             tracing::warn!(peer = ?peer, origin = %Escaped(&shortened(&text)), "refused a request: it has more than one Origin header");
-            return refusal(StatusCode::BAD_REQUEST, "the Origin header must be sent at most once");
+            return Some(refusal(StatusCode::BAD_REQUEST, "the Origin header must be sent at most once"));
         }
         if !origin.as_bytes().is_ascii() || !policy.origin_allowed(&text) {
             tracing::warn!(peer = ?peer, origin = %Escaped(&shortened(&text)), "refused a request: its Origin is not allowed (--allow-origin adds origins)");
-            return refusal(StatusCode::FORBIDDEN, "Origin not allowed");
+            return Some(refusal(StatusCode::FORBIDDEN, "Origin not allowed"));
         }
     }
     let public = matches!(request.uri().path(), "/healthz" | "/readyz");
@@ -391,7 +399,7 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, n
                 let mut response = refusal(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
                 let challenge = if presented.is_some() { r#"Bearer realm="paddock", error="invalid_token""# } else { r#"Bearer realm="paddock""# };
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
-                return response;
+                return Some(response);
             }
         }
     }
@@ -399,9 +407,9 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, n
     let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|length| length > shared.options.limits.max_body as u64) {
         tracing::warn!(peer = ?peer, bytes = announced, "refused a request: its body is larger than the limit");
-        return refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts");
+        return Some(refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts"));
     }
-    next.run(request).await
+    None
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {

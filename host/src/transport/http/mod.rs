@@ -435,11 +435,23 @@ fn routes(shared: Arc<Shared>) -> Routes {
         .route("/ws", any(websocket::upgrade))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), body::read_whole))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::check))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), peers::identify))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), admit))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
+}
+
+/// What every request passes before its handler, in one layer: its client is named
+/// (`peers.rs`), the guard lets it through (`guard.rs`), and its body is read whole
+/// (`body.rs`).
+async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    peers::identify(&shared, &mut request);
+    if let Some(refusal) = guard::refused(&shared, &request) {
+        return refusal;
+    }
+    match body::read_whole(&shared, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {

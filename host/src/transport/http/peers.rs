@@ -17,9 +17,8 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::HeaderMap;
-use axum::middleware::Next;
 use axum::response::Response;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use ipnet::IpNet;
@@ -326,13 +325,12 @@ pub(super) fn may_open_session(shared: &Shared, client: ClientKey) -> Result<(),
     Err(too_many("this client opens sessions faster than the server allows; retry in a second"))
 }
 
-/// The middleware that names each request's client (`ClientKey` in its extensions).
-pub(super) async fn identify(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
+/// Names the request's client (`ClientKey` in its extensions).
+pub(super) fn identify(shared: &Shared, request: &mut Request) {
     if let Some(peer) = request.extensions().get::<super::guard::Peer>().map(|p| p.0) {
         let key = shared.peers.client_of(peer, request.headers());
         request.extensions_mut().insert(key);
     }
-    next.run(request).await
 }
 
 #[cfg(test)]
