@@ -19,6 +19,24 @@ pub const PROMPT: Duration = Duration::from_secs(1);
 pub const ATTACKER: &str = "127.0.0.1";
 pub const BYSTANDER: &str = "127.0.0.2";
 
+/// Waits until a writer's count of what it sent stops growing for a whole `PROMPT` (the host
+/// stopped reading it); the count then. Fails after `WAIT` of growth.
+pub async fn stalled(written: &std::sync::atomic::AtomicUsize) -> Result<usize> {
+    tokio::time::timeout(paddock_tests::WAIT, async {
+        let mut last = usize::MAX;
+        loop {
+            let now = written.load(std::sync::atomic::Ordering::SeqCst);
+            if now == last {
+                return now;
+            }
+            last = now;
+            tokio::time::sleep(PROMPT).await;
+        }
+    })
+    .await
+    .context("the writes never stalled")
+}
+
 /// The resident memory of a process, in bytes.
 pub fn rss(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("read /proc status")?;

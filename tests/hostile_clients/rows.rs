@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
 
-use crate::harness::{ATTACKER, BYSTANDER, Baseline, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post};
+use crate::harness::{ATTACKER, BYSTANDER, Baseline, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post, stalled};
 
 /// Rows run one at a time: each starts its own host and loads it hard.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
@@ -78,19 +78,7 @@ async fn replies_never_read_over_stdio_stop_the_reading_and_lose_nothing() -> Re
         }
     });
     // Wait until the writes stall: no progress for a whole second.
-    let stalled_at = tokio::time::timeout(WAIT, async {
-        let mut last = usize::MAX;
-        loop {
-            let now = written.load(Ordering::SeqCst);
-            if now == last {
-                return now;
-            }
-            last = now;
-            tokio::time::sleep(PROMPT).await;
-        }
-    })
-    .await
-    .context("the writes never stalled")?;
+    let stalled_at = stalled(&written).await?;
     ensure!(stalled_at < CALLS, "the host read all {CALLS} calls while nothing was read: it does not stop reading");
     // Held: the queue (64 MiB at most), 256 replies waiting for room, the pipe; not 20,000 replies.
     baseline.within("stdio, nothing read", 160 * MIB, 8)?;
@@ -202,19 +190,7 @@ async fn replies_never_read_over_websocket_stop_the_reading_and_lose_nothing() -
             anyhow::Ok(sink)
         }
     });
-    let stalled_at = tokio::time::timeout(WAIT, async {
-        let mut last = usize::MAX;
-        loop {
-            let now = written.load(Ordering::SeqCst);
-            if now == last {
-                return now;
-            }
-            last = now;
-            tokio::time::sleep(PROMPT).await;
-        }
-    })
-    .await
-    .context("the sends never stalled")?;
+    let stalled_at = stalled(&written).await?;
     ensure!(stalled_at < CALLS, "the host read all {CALLS} calls while nothing was read");
     baseline.within("WebSocket, nothing read", 160 * MIB, 8)?;
     bystander_is_served(&host, "while the WebSocket client reads nothing").await?;
