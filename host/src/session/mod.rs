@@ -414,7 +414,7 @@ impl Session {
             duplicate
         };
         if duplicate {
-            let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {id} is already in use by a running request"));
+            let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {} is already in use by a running request", jsonrpc::shortened(&id.to_string())));
             self.deliver_error(dest, id, &error).await;
             return None;
         }
@@ -614,7 +614,7 @@ impl Session {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                tracing::error!(request = %id, method = %method, panic = %crate::escape::Escaped(&what), "a request panicked");
+                tracing::error!(request = %crate::escape::Escaped(&jsonrpc::shortened(&id.to_string())), method = %crate::escape::Escaped(&method), panic = %crate::escape::Escaped(&what), "a request panicked");
                 Err(ErrorObject::new(jsonrpc::INTERNAL_ERROR, "internal error"))
             }
             None => return,
