@@ -508,3 +508,51 @@ async fn a_stream_ends_at_its_lifetime_with_its_closing_result() -> Result<()> {
     ensure!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "the stream lived {took:?}");
     Ok(())
 }
+
+/// Tasks: one client makes 300 calls that become tasks and finish at once, more than the whole
+/// store holds (256). It holds at most its quota (64; its own oldest finished tasks make room
+/// for its next ones), so the bystander's call still becomes a task; the attacker's first task,
+/// evicted, says so when read.
+#[tokio::test]
+async fn one_clients_finished_tasks_never_stop_another_from_creating_one() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let call = |id: usize| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow_compute", "arguments": {"seconds": 0.3, "label": "t"}, "_meta": modern_meta(capabilities.clone())}});
+        modern_post("tools/call", &body).replacen("Mcp-Method: tools/call\r\n", "Mcp-Method: tools/call\r\nMcp-Name: slow_compute\r\n", 1)
+    };
+    let mut first_task = None;
+    let mut calls = tokio::task::JoinSet::new();
+    for id in 0..300usize {
+        let (addr, request) = (host.addr, call(id));
+        calls.spawn(async move { (id, exchange(ATTACKER, addr, &request).await) });
+        if calls.len() >= 8 {
+            let (id, answer) = calls.join_next().await.context("a call")??;
+            let (status, body) = answer?;
+            ensure!(status == 200, "call {id}: {status} {body}");
+            let reply: Value = serde_json::from_str(&body)?;
+            ensure!(reply["result"]["resultType"] == "task" || reply["result"]["resultType"] == "complete", "call {id}: {reply}");
+            if id == 0 {
+                first_task = reply["result"]["taskId"].as_str().map(str::to_owned);
+            }
+        }
+    }
+    while let Some(joined) = calls.join_next().await {
+        let (id, answer) = joined?;
+        let (status, body) = answer?;
+        ensure!(status == 200, "call {id}: {status} {body}");
+    }
+    let (status, body) = tokio::time::timeout(WAIT, exchange(BYSTANDER, host.addr, &call(1000))).await??;
+    let reply: Value = serde_json::from_str(&body)?;
+    ensure!(status == 200 && reply["result"]["resultType"] == "task", "the bystander's call did not become a task: {status} {reply}");
+    if let Some(task) = first_task {
+        let get = json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {"taskId": task, "_meta": modern_meta(capabilities.clone())}});
+        let request = modern_post("tasks/get", &get).replacen("Mcp-Method: tasks/get\r\n", &format!("Mcp-Method: tasks/get\r\nMcp-Name: {task}\r\n"), 1);
+        let (_, body) = exchange(ATTACKER, host.addr, &request).await?;
+        let reply: Value = serde_json::from_str(&body)?;
+        ensure!(reply["error"]["data"]["evicted"] == true, "the attacker's first task was evicted to make room, and says so: {reply}");
+    }
+    Ok(())
+}
