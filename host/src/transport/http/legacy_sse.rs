@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::guard::refusal;
 use super::peers::{self, ClientKey, Kind, Share};
-use super::sessions::{self, Flavor};
+use super::sessions::Flavor;
 use super::streamable::SESSION_QUEUE;
 use super::{Accepts, Shared, parse_body, sse};
 use crate::session::{OutboundReceiver, Session, outbound_charged};
@@ -34,17 +34,11 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, Extension(client): E
         return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
     }
     // The session and its stream are each one of the client's shares.
-    if shared.sessions.is_full() {
-        return refusal(StatusCode::SERVICE_UNAVAILABLE, &sessions::SessionsFull.to_string());
-    }
-    if let Err(refused) = peers::may_open_session(&shared, client) {
-        return refused;
-    }
-    let stream_share = match peers::take_or_refuse(&shared, client, Kind::Stream) {
+    let session_share = match peers::open_session(&shared, client) {
         Ok(share) => share,
         Err(refused) => return refused,
     };
-    let session_share = match peers::take_or_refuse(&shared, client, Kind::Session) {
+    let stream_share = match peers::take_or_refuse(&shared, client, Kind::Stream) {
         Ok(share) => share,
         Err(refused) => return refused,
     };

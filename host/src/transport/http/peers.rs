@@ -316,13 +316,17 @@ pub(super) fn take_or_refuse(shared: &Shared, client: ClientKey, kind: Kind) -> 
     })
 }
 
-/// Whether the request's client may open a session now, or the 429 that refuses it.
-pub(super) fn may_open_session(shared: &Shared, client: ClientKey) -> Result<(), Response> {
-    if shared.peers.may_open_session(client) {
-        return Ok(());
+/// The session share for a session `client` opens now, or the refusal: 503 when the server
+/// holds all the sessions it allows, 429 when the client opens them too fast or holds its share.
+pub(super) fn open_session(shared: &Shared, client: ClientKey) -> Result<Share, Response> {
+    if shared.sessions.is_full() {
+        return Err(super::guard::refusal(axum::http::StatusCode::SERVICE_UNAVAILABLE, &super::sessions::SessionsFull.to_string()));
     }
-    tracing::warn!(client = %client, "refused a new session: the client opens sessions faster than it may");
-    Err(too_many("this client opens sessions faster than the server allows; retry in a second"))
+    if !shared.peers.may_open_session(client) {
+        tracing::warn!(client = %client, "refused a new session: the client opens sessions faster than it may");
+        return Err(too_many("this client opens sessions faster than the server allows; retry in a second"));
+    }
+    take_or_refuse(shared, client, Kind::Session)
 }
 
 /// Names the request's client (`ClientKey` in its extensions).

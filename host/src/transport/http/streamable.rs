@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::guard::refusal;
 use super::headers::{self, PROTOCOL_VERSION};
 use super::peers::{self, ClientKey, Kind, Share};
-use super::sessions::{self, Flavor, HttpSession};
+use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
 use crate::jsonrpc;
 use crate::session::{
@@ -88,13 +88,7 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): E
         return session_post(&shared, &http, value, accepts, false).await;
     }
     if value.get("method").and_then(Value::as_str) == Some("initialize") && value.get("id").is_some() {
-        if shared.sessions.is_full() {
-            return refusal(StatusCode::SERVICE_UNAVAILABLE, &sessions::SessionsFull.to_string());
-        }
-        if let Err(refused) = peers::may_open_session(&shared, client) {
-            return refused;
-        }
-        let share = match peers::take_or_refuse(&shared, client, Kind::Session) {
+        let share = match peers::open_session(&shared, client) {
             Ok(share) => share,
             Err(refused) => return refused,
         };
