@@ -1,5 +1,6 @@
 //! The process-wide memory budget for what clients can make the host hold: replies and
-//! messages queued for them, replay logs, request bodies being read and the requests they carry.
+//! messages queued for them, replay logs, request bodies being read and the requests they carry,
+//! the replies a batch gathers, and what tasks hold (results, questions, answers).
 //!
 //! Each channel already has shares of its own (its queue's byte cap, each stream's replay cap,
 //! the body limit); this budget bounds their sum across every client, so that many clients

@@ -15,6 +15,11 @@
 //! its own quota gives up its own oldest finished task, and is refused only when every task it
 //! holds is still running. A finished task is otherwise kept until its time to live runs out,
 //! then freed; an unfinished one is cancelled then.
+//!
+//! What a task holds for its client (its result or error, the questions it waits on and the
+//! answers received) is charged to the process's memory budget. When less than a quarter of the
+//! budget is left, creating a task first evicts finished tasks, the oldest of the client holding
+//! most bytes first, until a quarter is free again or no finished task is left.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,6 +29,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Budget, Charge};
 use crate::input::{InputRequest, InputResponse};
 use crate::jsonrpc::ErrorObject;
 
@@ -45,6 +51,8 @@ pub const MAX_EVICTED_REMEMBERED: usize = 1024;
 pub const MIN_TTL: Duration = Duration::from_secs(1);
 /// How often clients are asked to poll, in milliseconds.
 pub const POLL_INTERVAL_MS: u64 = 500;
+/// Below this fraction of the memory budget left, creating a task evicts finished ones first.
+pub const SHED_BELOW: f64 = 0.25;
 
 /// Where a task is in its life. Terminal states never change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +137,44 @@ struct TaskState {
     outstanding: Vec<InputRequest>,
     /// Answers received for the current round.
     answered: Vec<InputResponse>,
+    /// The budget charge for the outcome, the outstanding requests and the answers.
+    charge: Charge,
+}
+
+impl TaskState {
+    /// Charges what the task holds now (whatever is left: it is the product of admitted work,
+    /// and the store sheds finished tasks when the budget runs low).
+    fn recharge(&mut self, budget: &Arc<Budget>) {
+        let outcome = match &self.outcome {
+            Some(Ok(result)) => json_bytes(result),
+            Some(Err(error)) => error.message.len() + error.data.as_ref().map_or(0, json_bytes),
+            None => 0,
+        };
+        let outstanding: usize = self.outstanding.iter().map(|r| r.key.len() + json_bytes_of_map(&r.params)).sum();
+        let answered: usize = self.answered.iter().map(|r| r.key.len() + json_bytes(&r.result)).sum();
+        self.charge = budget.force(outcome + outstanding + answered);
+    }
+}
+
+/// The length of `value` as JSON, without writing it anywhere.
+fn json_bytes(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+fn json_bytes_of_map(map: &Map<String, Value>) -> usize {
+    map.iter().map(|(k, v)| k.len() + 4 + json_bytes(v)).sum::<usize>() + 2
 }
 
 /// One task.
@@ -147,6 +193,7 @@ pub struct Task {
     pub stop: CancellationToken,
     state: Mutex<TaskState>,
     changed: watch::Sender<u64>,
+    budget: Arc<Budget>,
 }
 
 impl Task {
@@ -176,6 +223,7 @@ impl Task {
                 return false;
             }
             change(&mut state);
+            state.recharge(&self.budget);
             state.updated = SystemTime::now();
             state.changed_at = next_change();
         }
@@ -247,6 +295,7 @@ impl Task {
                 }
             }
             state.outstanding = left;
+            state.recharge(&self.budget);
             state.updated = SystemTime::now();
             state.outstanding.len()
         };
@@ -265,7 +314,9 @@ impl Task {
                     return None;
                 }
                 if state.status == TaskStatus::InputRequired && state.outstanding.is_empty() {
-                    return Some(std::mem::take(&mut state.answered));
+                    let answers = std::mem::take(&mut state.answered);
+                    state.recharge(&self.budget);
+                    return Some(answers);
                 }
             }
             if changed.changed().await.is_err() {
@@ -282,6 +333,11 @@ impl Task {
                 return;
             }
         }
+    }
+
+    /// Bytes of the memory budget the task holds now.
+    pub fn charged(&self) -> usize {
+        self.state().charge.bytes()
     }
 
     /// What the task ended with: its result or error; `None` while it runs or when cancelled.
@@ -348,9 +404,16 @@ pub enum Missing {
 }
 
 /// Every task of the process.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TaskStore {
     held: Mutex<Held>,
+    budget: Arc<Budget>,
+}
+
+impl Default for TaskStore {
+    fn default() -> Self {
+        TaskStore::with_budget(Budget::unlimited())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -361,6 +424,11 @@ struct Held {
 }
 
 impl TaskStore {
+    /// A store whose tasks charge what they hold to `budget`.
+    pub fn with_budget(budget: Arc<Budget>) -> TaskStore {
+        TaskStore { held: Mutex::default(), budget }
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -376,6 +444,7 @@ impl TaskStore {
         if unfinished >= MAX_UNFINISHED_PER_PLUGIN {
             return Err(TaskError::PluginFull(plugin.to_owned()));
         }
+        held.shed(&self.budget);
         held.make_room(&quota)?;
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|_| TaskError::NoRandom)?;
@@ -399,8 +468,10 @@ impl TaskStore {
                 outcome: None,
                 outstanding: Vec::new(),
                 answered: Vec::new(),
+                charge: self.budget.force(0),
             }),
             changed: watch::channel(0).0,
+            budget: Arc::clone(&self.budget),
         });
         held.tasks.insert(id, Arc::clone(&task));
         Ok(task)
@@ -454,6 +525,23 @@ impl TaskStore {
 }
 
 impl Held {
+    /// While less than `SHED_BELOW` of `budget` is left, evicts the oldest finished task of the
+    /// client whose tasks hold the most bytes.
+    fn shed(&mut self, budget: &Budget) {
+        while budget.is_low(SHED_BELOW) {
+            let mut bytes: HashMap<&QuotaKey, usize> = HashMap::new();
+            for task in self.tasks.values() {
+                *bytes.entry(&task.quota).or_default() += task.charged();
+            }
+            let mut clients: Vec<(&QuotaKey, usize)> = bytes.into_iter().collect();
+            clients.sort_by_key(|(_, held)| std::cmp::Reverse(*held));
+            let oldest = clients.iter().find_map(|(client, _)| oldest_finished(self.tasks.values().filter(|t| &t.quota == *client)));
+            let Some(oldest) = oldest else { return };
+            tracing::warn!(used = budget.used(), limit = budget.limit(), "the memory budget is low: a finished task's result is let go");
+            self.evict(&oldest);
+        }
+    }
+
     /// Room for one more task of `quota`: a client at its quota gives up its own oldest
     /// finished task, and a full store the oldest finished task of the client holding most.
     fn make_room(&mut self, quota: &QuotaKey) -> Result<(), TaskError> {

@@ -289,7 +289,7 @@ impl Session {
     async fn handle_batch(self: &Arc<Self>, members: Vec<Value>, stream: Outbound) {
         let messages: Vec<Result<Message, jsonrpc::Rejection>> = members.into_iter().map(jsonrpc::from_value).collect();
         let pending = messages.iter().filter(|m| matches!(m, Ok(Message::Request { .. }) | Err(_))).count();
-        let dest = Dest { out: stream, batch: Some(Batch::new(pending)) };
+        let dest = Dest { out: stream, batch: Some(Batch::new(pending, Arc::clone(self.server.budget()))) };
         for message in messages {
             match message {
                 Ok(message) => self.handle_message(message, dest.clone()).await,
@@ -347,7 +347,7 @@ impl Session {
                     if let Some(batch) = &entry.dest.batch
                         && let Some(array) = batch.skip()
                     {
-                        let _ = entry.dest.out.reply(array, None).await;
+                        let _ = entry.dest.out.reply(array.line, None).await;
                     }
                 }
             }
@@ -696,15 +696,18 @@ impl Session {
     /// in turn, which stops the transport reading). The transport has gone away when a reply
     /// cannot be queued; nothing is left to tell.
     async fn deliver(&self, dest: &Dest, line: String, error: Option<i64>, admitted: Option<Permit>) {
-        let (line, error) = match &dest.batch {
-            None => (line, error),
-            Some(batch) => match batch.push(line) {
-                Some(array) => (array, None),
+        // A batch's replies keep their permits (and their charges) in the batch until its array
+        // has room.
+        let (line, error, admitted, held) = match &dest.batch {
+            None => (line, error, admitted, Vec::new()),
+            Some(batch) => match batch.push(line, admitted) {
+                Some(array) => (array.line, None, None, array.held),
                 None => return,
             },
         };
         let slot = dest.out.reserve(line.len()).await;
         drop(admitted);
+        drop(held);
         if let Ok(slot) = slot {
             slot.send(line, FrameKind::Reply { error });
         }

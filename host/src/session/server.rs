@@ -92,7 +92,7 @@ impl Server {
             swapping: Mutex::new(()),
             reloads: Mutex::new(HashMap::new()),
             changes: broadcast::channel(CHANGE_FEED).0,
-            tasks: crate::tasks::TaskStore::default(),
+            tasks: crate::tasks::TaskStore::with_budget(Arc::clone(&budget)),
             state_key,
             input_timeout,
             state_ttl,

@@ -714,6 +714,43 @@ async fn a_cancelled_batch_member_leaves_the_others_to_answer() {
 }
 
 #[tokio::test]
+async fn a_batch_holds_its_gathered_replies_charged_and_admits_no_more_than_its_permits() {
+    // A batch of 400: a call that waits, then 399 echoes of 10 KiB. The echoes answer at once,
+    // but their replies wait in the batch for the first: each keeps its permit, so only 255 of
+    // them are admitted (the rest are refused as busy) and their bytes are charged meanwhile.
+    let plugin = FakePlugin::new();
+    let mut h = Harness::with_router(router_of(&plugin));
+    h.initialize("2025-03-26").await;
+    let budget = std::sync::Arc::clone(h.session.server.budget());
+    let text = "b".repeat(10 * 1024);
+    let mut members = vec![r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"fake_gate"}}"#.to_owned()];
+    members.extend((1..400).map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"fake_echo","arguments":{{"text":"{text}"}}}}}}"#)));
+    h.send(&format!("[{}]", members.join(","))).await;
+    let gathered = tokio::time::timeout(WAIT, async {
+        loop {
+            if h.session.requests_in_flight() == super::MAX_IN_FLIGHT && budget.used() >= 255 * text.len() {
+                return budget.used();
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the gathered replies keep their permits and are charged");
+    assert!(h.rx.try_recv().is_none(), "nothing is sent before the batch is whole");
+    plugin.state.open_gates();
+    let reply = h.recv().await;
+    let replies = reply.as_array().expect("one array");
+    assert_eq!(replies.len(), 400);
+    let served = replies.iter().filter(|r| r["result"]["content"][0]["text"].as_str().is_some_and(|t| t.len() == text.len())).count();
+    let busy = replies.iter().filter(|r| r["error"]["code"] == -32000).count();
+    assert_eq!((served, busy), (255, 144), "the echoes past the permits are refused as busy");
+    assert_eq!(h.session.requests_in_flight(), 0, "the permits go once the array is queued");
+    drop(reply);
+    assert!(budget.used() < gathered / 4, "the charges go with them: {} of {gathered} bytes still charged", budget.used());
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
 async fn batches_are_refused_outside_2025_03_26() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;

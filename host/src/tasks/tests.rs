@@ -168,8 +168,10 @@ fn clone_task(task: &Task) -> Task {
             outcome: None,
             outstanding: Vec::new(),
             answered: Vec::new(),
+            charge: task.budget.force(0),
         }),
         changed: watch::channel(0).0,
+        budget: Arc::clone(&task.budget),
     }
 }
 
@@ -201,4 +203,48 @@ async fn input_is_taken_key_by_key_and_terminal_states_never_change() {
     let wire = legacy.to_wire(false);
     assert!(wire["ttl"].is_u64() && wire["pollInterval"].is_u64() && wire.get("ttlMs").is_none(), "{wire}");
     assert!(wire["createdAt"].as_str().unwrap().ends_with('Z'), "{wire}");
+}
+
+#[test]
+fn what_tasks_hold_is_charged_and_finished_results_go_first_when_the_budget_runs_low() {
+    let budget = Budget::new(crate::budget::MIN_BUDGET);
+    let store = TaskStore::with_budget(Arc::clone(&budget));
+    let big = |n: usize| json!({"content": [{"type": "text", "text": "r".repeat(n)}]});
+    // Questions and answers are charged while the task waits on them.
+    let asking = create(&store, client(9)).expect("room");
+    assert!(asking.park(vec![ask("sure")], "confirm"));
+    let parked = budget.used();
+    assert!(parked > 0 && asking.charged() == parked);
+    let mut answer = Map::new();
+    answer.insert("sure".into(), json!({"action": "accept", "content": {"note": "a".repeat(100_000)}}));
+    assert_eq!(asking.answer(&answer), 0);
+    assert!(budget.used() > 100_000, "the answer is charged until the task takes it: {}", budget.used());
+    assert!(asking.cancel("done"));
+    drop(asking);
+
+    // Finished results: 4 MiB each from one heavy client, and one small one from another.
+    let heavy: Vec<_> = (0..11)
+        .map(|_| {
+            let task = create(&store, client(1)).expect("room");
+            assert!(task.finish(Ok(big(4 << 20))));
+            task.id.clone()
+        })
+        .collect();
+    let light = create(&store, client(2)).expect("room");
+    assert!(light.finish(Ok(big(1000))));
+    let before = budget.used();
+    assert!(before >= 44 << 20 && !budget.is_low(SHED_BELOW), "{before}");
+    let one_more = create(&store, client(1)).expect("room");
+    assert!(one_more.finish(Ok(big(4 << 20))));
+    assert!(budget.is_low(SHED_BELOW), "48 of 64 MiB held");
+    // The next task, whoever creates it, first lets the heavy client's oldest results go.
+    let _next = create(&store, client(3)).expect("room");
+    assert!(!budget.is_low(SHED_BELOW), "{} bytes still held", budget.used());
+    assert_eq!(store.get(&heavy[0], &caller()).unwrap_err(), Missing::Evicted, "the heavy client's oldest result went first");
+    assert!(store.get(&heavy[10], &caller()).is_ok(), "only as many as were needed");
+    assert!(store.get(&light.id, &caller()).is_ok(), "the light client keeps its result");
+    // Everything goes back when the tasks go.
+    drop((light, one_more, _next));
+    drop(store);
+    assert_eq!(budget.used(), 0);
 }
