@@ -106,6 +106,11 @@ impl HttpServer {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     /// The last lines of its stderr, for an error message.
     pub fn stderr_tail(&self) -> String {
         self.process.stderr.tail()
@@ -125,7 +130,8 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn text(&self) -> String {
+    /// The start of the body, for an error message.
+    pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).chars().take(500).collect()
     }
 }
@@ -148,6 +154,27 @@ impl Connection {
         Ok(Connection { sender, authority: addr.to_string() })
     }
 
+    /// An HTTP/1.1 connection over `stream`, naming `authority` in its `Host`.
+    pub async fn over(stream: TcpStream, authority: String) -> Result<Connection> {
+        let (sender, connection) = timeout(WAIT, hyper::client::conn::http1::handshake(TokioIo::new(stream))).await.context("handshake timed out")??;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Connection { sender, authority })
+    }
+
+    /// `GET path`, answered with a body that is read as it comes (an event stream).
+    pub async fn open_stream(&mut self, path: &str) -> Result<(StatusCode, hyper::body::Incoming)> {
+        let request = Request::get(path).header(http::header::HOST, &self.authority).header(http::header::ACCEPT, "text/event-stream").body(Full::new(Bytes::new()))?;
+        timeout(WAIT, async {
+            self.sender.ready().await?;
+            let response = self.sender.send_request(request).await?;
+            Ok((response.status(), response.into_body()))
+        })
+        .await
+        .context("no answer in time")?
+    }
+
     /// `GET path`.
     pub async fn get(&mut self, path: &str) -> Result<Reply> {
         let request = Request::get(path).header(http::header::HOST, &self.authority).body(Full::new(Bytes::new()))?;
@@ -156,7 +183,12 @@ impl Connection {
 
     /// `POST /mcp` with `headers` and `body`.
     pub async fn post(&mut self, headers: &[(&str, &str)], body: String) -> Result<Reply> {
-        let mut request = Request::post("/mcp")
+        self.post_to("/mcp", headers, body).await
+    }
+
+    /// `POST path` with `headers` and `body`.
+    pub async fn post_to(&mut self, path: &str, headers: &[(&str, &str)], body: String) -> Result<Reply> {
+        let mut request = Request::post(path)
             .header(http::header::HOST, &self.authority)
             .header(http::header::ACCEPT, ACCEPT_BOTH)
             .header(http::header::CONTENT_TYPE, "application/json");
@@ -182,8 +214,12 @@ impl Connection {
 /// The JSON-RPC message of an SSE body: the `data:` field that is not empty (a priming event's
 /// is).
 fn sse_message(body: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(body).ok()?;
-    text.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim_start).find(|data| !data.is_empty())
+    sse_messages(body).next()
+}
+
+/// Every JSON-RPC message of an SSE body: the `data:` fields that are not empty.
+pub fn sse_messages(body: &[u8]) -> impl Iterator<Item = &str> {
+    std::str::from_utf8(body).unwrap_or_default().lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim_start).filter(|data| !data.is_empty())
 }
 
 /// Whether `reply` carries a successful JSON-RPC result, in JSON or as SSE.

@@ -15,12 +15,17 @@
 //!   latency, beside the stdio pipelined figure at the same depth.
 //! - `startup`: Paddock with N distinct plugins, cold and warm compiled-plugin cache.
 //! - `echo-1mib`: sequential `tools/call` with a 1 MiB text, over stdio.
+//! - `load`: Paddock alone, once after the rounds: 1,000 clients at once mixing stdio,
+//!   Streamable HTTP in both eras, HTTP+SSE and WebSocket for a bounded time, every reply
+//!   checked (none lost, none duplicated) and the host's RSS held to its memory budget; calls
+//!   per second and latency (p50, p99, max) per transport.
 //!
 //! The tool is `text_echo` from the `text` sample plugin. `--quick` runs one short round of
 //! everything: CI uses it so the harness cannot rot, and asserts nothing about the figures.
 
 mod http;
 mod large_echo;
+mod load;
 mod measure;
 mod process;
 mod startup;
@@ -84,6 +89,15 @@ struct Args {
     /// (split at spaces) serves stdio. Repeat for several.
     #[arg(long = "peer", value_name = "NAME=TOOL=COMMAND")]
     peers: Vec<String>,
+    /// Clients of the load section (one in twenty on stdio, each with a host of its own).
+    #[arg(long, default_value_t = 1000)]
+    load_clients: usize,
+    /// Seconds the load section's clients call.
+    #[arg(long, default_value_t = 20.0)]
+    load_seconds: f64,
+    /// The memory budget of the load section's HTTP host, in MiB; its RSS must stay within it.
+    #[arg(long, default_value_t = 256)]
+    load_budget_mib: usize,
 }
 
 /// A part of the benchmark.
@@ -95,6 +109,7 @@ enum Section {
     Startup,
     #[value(name = "echo-1mib")]
     Echo1Mib,
+    Load,
 }
 
 impl std::fmt::Display for Section {
@@ -171,6 +186,8 @@ fn main() -> Result<()> {
         args.calls = 200;
         args.http_seconds = 0.3;
         args.large_calls = 5;
+        args.load_clients = 200;
+        args.load_seconds = 2.0;
     }
     let startup_counts = args.startup_plugins.clone().unwrap_or_else(|| if args.quick { vec![1, 3] } else { vec![1, 20, 100] });
     let text_wasm = args.plugins.join("text.wasm");
@@ -252,6 +269,14 @@ fn main() -> Result<()> {
         }
         eprintln!("paddock-bench: round {number}/{} done ({:.1} s so far)", args.rounds, started.elapsed().as_secs_f64());
     }
+    let load_figures = if run(Section::Load) {
+        let setup = load::LoadSetup { paddock: &paddock, plugins: &args.plugins.display().to_string(), clients: args.load_clients, seconds: args.load_seconds, budget_mib: args.load_budget_mib };
+        let figures = load::run(&setup, &runtime).context("the load section")?;
+        eprintln!("paddock-bench: load done ({:.1} s so far)", started.elapsed().as_secs_f64());
+        Some(figures)
+    } else {
+        None
+    };
 
     if run(Section::Stdio) {
         report_stdio(&args, &stdio_targets, &stdio_results);
@@ -267,6 +292,9 @@ fn main() -> Result<()> {
     }
     if run(Section::Echo1Mib) {
         report_large_echo(&args, &large_results);
+    }
+    if let Some(figures) = &load_figures {
+        load::report(figures);
     }
     println!("Whole run: {:.1} s.", started.elapsed().as_secs_f64());
     Ok(())
