@@ -33,7 +33,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::http::{Connection, HttpServer, Reply, sse_messages};
-use crate::measure::{micros, percentile, rss_mb};
+use crate::measure::{cpu_ns, micros, percentile, rss_mb};
 use crate::process::WAIT;
 
 /// The transports of the mix, in report order.
@@ -104,6 +104,11 @@ pub struct LoadFigures {
     pub rss_peak_mb: f64,
     pub stdio_rss_peak_mb: f64,
     pub open_seconds: f64,
+    /// CPU seconds used while the clients called: the HTTP host, the stdio hosts together, and
+    /// the harness itself (every client).
+    pub cpu_http_s: f64,
+    pub cpu_stdio_s: f64,
+    pub cpu_harness_s: f64,
 }
 
 /// What the load needs to start its servers.
@@ -173,6 +178,10 @@ async fn drive(setup: &LoadSetup<'_>, addr: SocketAddr, pid: u32) -> Result<Load
     let window = Duration::from_secs_f64(setup.seconds);
     let start = tokio::time::Instant::now() + Duration::from_millis(100);
     let stop = start + window;
+    let stdio_pids: Vec<u32> = clients.iter().filter_map(|c| if let Channel::Stdio { child, .. } = &c.channel { child.id() } else { None }).collect();
+    let cpu = |pids: &[u32]| pids.iter().map(|pid| cpu_ns(*pid).unwrap_or(0)).sum::<u64>();
+    let harness = [std::process::id()];
+    let cpu_before = [cpu(&[pid]), cpu(&stdio_pids), cpu(&harness)];
     let mut runs = tokio::task::JoinSet::new();
     for client in clients {
         runs.spawn(async move {
@@ -182,6 +191,9 @@ async fn drive(setup: &LoadSetup<'_>, addr: SocketAddr, pid: u32) -> Result<Load
             client.run(stop.into_std()).await.with_context(|| format!("client {n} ({})", kind.label()))
         });
     }
+    tokio::time::sleep_until(stop).await;
+    let cpu_after = [cpu(&[pid]), cpu(&stdio_pids), cpu(&harness)];
+    let [cpu_http_s, cpu_stdio_s, cpu_harness_s] = [0, 1, 2].map(|i| cpu_after[i].saturating_sub(cpu_before[i]) as f64 / 1e9);
     let mut tallies: Vec<(Kind, Tally)> = Kind::ALL.iter().map(|k| (*k, Tally::default())).collect();
     let mut stdio_rss_peak_mb: f64 = 0.0;
     while let Some(joined) = timeout(window + WAIT * 2, runs.join_next()).await.context("a client did not finish in time")? {
@@ -193,7 +205,7 @@ async fn drive(setup: &LoadSetup<'_>, addr: SocketAddr, pid: u32) -> Result<Load
     }
     sampler.abort();
     let rss_peak_mb = (peak_kib.load(Ordering::Relaxed) as f64 / 1024.0).max(crate::measure::peak_rss_mb(pid).unwrap_or(0.0));
-    let figures = LoadFigures { tallies, seconds: setup.seconds, budget_mib: setup.budget_mib, rss_before_mb, rss_peak_mb, stdio_rss_peak_mb, open_seconds };
+    let figures = LoadFigures { tallies, seconds: setup.seconds, budget_mib: setup.budget_mib, rss_before_mb, rss_peak_mb, stdio_rss_peak_mb, open_seconds, cpu_http_s, cpu_stdio_s, cpu_harness_s };
     let (lost, duplicated): (u64, u64) = figures.tallies.iter().fold((0, 0), |(l, d), (_, t)| (l + t.lost, d + t.duplicated));
     if lost > 0 || duplicated > 0 {
         report(&figures);
@@ -545,6 +557,14 @@ pub fn report(figures: &LoadFigures) {
     println!(
         "\nThe HTTP host's RSS: {:.0} MiB before the clients opened, {:.0} MiB at the peak (budget {} MiB). Each stdio client's own host: at most {:.0} MiB.",
         figures.rss_before_mb, figures.rss_peak_mb, figures.budget_mib, figures.stdio_rss_peak_mb
+    );
+    println!(
+        "CPU while the clients called ({:.0} s of {:.0} cores): the HTTP host {:.1} s, the stdio hosts together {:.1} s, the harness (every client) {:.1} s.",
+        figures.seconds,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        figures.cpu_http_s,
+        figures.cpu_stdio_s,
+        figures.cpu_harness_s
     );
 }
 
