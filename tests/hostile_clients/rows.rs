@@ -159,6 +159,61 @@ async fn replies_never_read_over_http_sse_stall_the_posts_and_hold_a_bounded_amo
     Ok(())
 }
 
+/// Streamable HTTP, both eras: a client pipelines 20,000 calls with 16 KiB replies on one
+/// keep-alive connection and reads none of the answers. The host answers one request of a
+/// connection at a time, so once the unread answers fill the socket it stops reading the
+/// connection (the client's writes stall); it holds a bounded amount, and a bystander is served
+/// during and after. Twin: the bystander's own requests.
+#[tokio::test]
+async fn replies_never_read_over_streamable_http_stall_the_connection_in_both_eras() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    const CALLS: usize = 20_000;
+    let plugins = text_plugin();
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    // A 2025-11-25 session to pipeline into.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}}).to_string();
+    let mut opening = connect_from(ATTACKER, host.addr).await?;
+    opening.write_all(format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{init}", init.len()).as_bytes()).await?;
+    let mut head = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, opening.read(&mut head)).await??;
+    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+    let session = head.lines().find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_owned())).with_context(|| format!("no session in {head}"))?;
+    let text = "h".repeat(16 * 1024);
+    for era in ["2025-11-25", "2026-07-28"] {
+        let baseline = Baseline::of(host.pid())?;
+        let mut stream = connect_from(ATTACKER, host.addr).await?;
+        let written = Arc::new(AtomicUsize::new(0));
+        let (session, text) = (session.clone(), text.clone());
+        let writer = tokio::spawn({
+            let written = Arc::clone(&written);
+            async move {
+                for id in 1..=CALLS {
+                    let request = if era == "2025-11-25" {
+                        let body = echo_line(id, &text);
+                        format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+                    } else {
+                        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "text_echo", "arguments": {"text": text}, "_meta": modern_meta(json!({}))}});
+                        modern_post("tools/call", &body).replace("Connection: close\r\n", "").replacen("Mcp-Method: tools/call\r\n", "Mcp-Method: tools/call\r\nMcp-Name: text_echo\r\n", 1)
+                    };
+                    stream.write_all(request.as_bytes()).await?;
+                    written.store(id, Ordering::SeqCst);
+                }
+                anyhow::Ok(stream)
+            }
+        });
+        let stalled_at = stalled(&written).await?;
+        ensure!(stalled_at < CALLS, "{era}: the host read all {CALLS} calls while no answer was read");
+        baseline.within(&format!("Streamable HTTP {era}, nothing read"), 64 * MIB, 8)?;
+        bystander_is_served(&host, &format!("while a {era} client reads nothing")).await?;
+        writer.abort();
+        let _ = writer.await;
+        bystander_is_served(&host, &format!("after the {era} client left")).await?;
+        eprintln!("Streamable HTTP {era}, nothing read: the connection stalled after {stalled_at} calls");
+    }
+    drop(opening);
+    Ok(())
+}
+
 /// WebSocket: a client sends 20,000 calls with 16 KiB replies and reads nothing. The host's
 /// writer stalls on the socket, the session's queue and in-flight places fill, and the host
 /// stops reading the socket (the client's sends stall); it holds a bounded amount, a bystander
