@@ -131,8 +131,61 @@ pub fn parse(frame: &str) -> Result<Message, Rejection> {
     from_value(parse_json(frame)?)
 }
 
-/// Parses a frame as JSON, before looking at its shape (a message or a batch).
+/// The most a message may take once parsed (`parsed_cost`): a text of small objects takes
+/// tens of times its own size as `Value`s, so the bytes alone do not bound it.
+pub const MAX_PARSED: usize = 64 << 20;
+
+/// Bytes a parse of `text` into a `Value` may take, counted in one pass without parsing: the text
+/// itself, plus what each object (a map node), array and member adds. An over-estimate for
+/// ordinary messages; about right for the worst (a body of `{"a":1}` objects takes some 640
+/// bytes for each 8 of text).
+pub fn parsed_cost(text: &[u8]) -> usize {
+    const OBJECT: usize = 640;
+    const ARRAY: usize = 32;
+    const MEMBER: usize = 64;
+    let mut cost = text.len();
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                // To the quote that ends the string; an escape takes the byte after it.
+                at += 1;
+                loop {
+                    let Some(rest) = text.get(at..) else { return cost };
+                    match memchr::memchr2(b'"', b'\\', rest) {
+                        Some(found) if rest[found] == b'\\' => at += found + 2,
+                        Some(found) => {
+                            at += found + 1;
+                            break;
+                        }
+                        None => return cost,
+                    }
+                }
+                continue;
+            }
+            b'{' => cost += OBJECT,
+            b'[' => cost += ARRAY,
+            b',' => cost += MEMBER,
+            _ => {}
+        }
+        at += 1;
+    }
+    cost
+}
+
+/// A message whose parse would take more than `MAX_PARSED`.
+pub fn too_costly(cost: usize) -> Rejection {
+    let message = format!("the message would take {} MiB to parse, more than the {} MiB allowed; send fewer, larger values", cost >> 20, MAX_PARSED >> 20);
+    Rejection { id: None, error: ErrorObject::new(INVALID_REQUEST, message) }
+}
+
+/// Parses a frame as JSON, before looking at its shape (a message or a batch). A frame whose
+/// parse would take more than `MAX_PARSED` is refused unparsed.
 pub fn parse_json(frame: &str) -> Result<Value, Rejection> {
+    let cost = parsed_cost(frame.as_bytes());
+    if cost > MAX_PARSED {
+        return Err(too_costly(cost));
+    }
     serde_json::from_str(frame)
         .map_err(|err| Rejection { id: None, error: ErrorObject::new(PARSE_ERROR, format!("parse error: {err}")) })
 }
@@ -216,6 +269,25 @@ pub fn notification_line(method: &str, params: Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cost_of_a_parse_is_counted_outside_strings_and_bounds_what_a_parse_takes() {
+        assert_eq!(parsed_cost(br#""{[,""#), 5, "structure inside a string costs nothing");
+        assert_eq!(parsed_cost(br#""a\"{""#), 6, "an escaped quote does not end the string");
+        assert_eq!(parsed_cost(br#"{"a":[1,2]}"#), 11 + 640 + 32 + 64);
+        assert_eq!(parsed_cost(br#""unterminated"#), 13);
+        // Two million small objects in 16 MiB would take over a gigabyte: refused unparsed.
+        let objects = format!("[{}]", vec![r#"{"a":1}"#; 2_000_000].join(","));
+        let cost = parsed_cost(objects.as_bytes());
+        assert!(cost > 1 << 30, "{cost}");
+        let refused = parse_json(&objects).expect_err("too costly");
+        assert_eq!(refused.error.code, INVALID_REQUEST);
+        assert!(refused.error.message.contains("MiB to parse"), "{}", refused.error.message);
+        // A large string is about its own size.
+        let text = format!(r#"{{"text":"{}"}}"#, "x".repeat(8 << 20));
+        assert!(parsed_cost(text.as_bytes()) < (8 << 20) + 1024);
+        assert!(parse_json(&text).is_ok());
+    }
+
     use super::*;
 
     fn rejected(frame: &str) -> Rejection {

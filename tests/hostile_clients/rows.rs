@@ -262,6 +262,56 @@ async fn replies_never_read_over_websocket_stop_the_reading_and_lose_nothing() -
     Ok(())
 }
 
+/// Replay logs: one client opens 24 Streamable HTTP sessions and in each makes 16 calls with
+/// 1 MiB replies, reading them all. Every finished stream is kept for replay (16 per session:
+/// 384 MiB in all) only while the memory budget (128 MiB) allows: with less than a quarter left,
+/// finished streams are given up first. RSS stays within the budget, a resume of an early
+/// stream says it is gone (400), and the bystander is served. Twin: before the pressure, a
+/// resume of a finished stream replays its reply.
+#[tokio::test]
+async fn replay_logs_of_many_sessions_stay_within_the_memory_budget() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = text_plugin().write("paddock.toml", "[plugins.text]\nlimits = { output = \"4MiB\" }\n");
+    let host = HttpHost::start(plugins.path(), &["--memory-budget", "128MiB"]).await?;
+    let client = reqwest::Client::builder().local_address(ATTACKER.parse::<std::net::IpAddr>()?).build()?;
+    let baseline = Baseline::of(host.pid())?;
+    let text = "r".repeat(1 << 20);
+    let mut first_stream = None;
+    for n in 0..24 {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}});
+        let opened = client.post(host.url("/mcp")).header("accept", "application/json, text/event-stream").json(&init).send().await?;
+        ensure!(opened.status() == 200, "session {n}: {}", opened.status());
+        let session = opened.headers().get("mcp-session-id").context("a session id")?.to_str()?.to_owned();
+        opened.bytes().await?;
+        for id in 1..=16 {
+            let reply = tokio::time::timeout(WAIT, client.post(host.url("/mcp")).header("accept", "application/json, text/event-stream").header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").body(echo_line(id, &text)).send()).await??;
+            ensure!(reply.status() == 200, "session {n} call {id}: {}", reply.status());
+            let body = tokio::time::timeout(WAIT, reply.text()).await??;
+            ensure!(body.len() > text.len(), "session {n} call {id} was not answered in full: {}", &body[..body.len().min(400)]);
+            let priming = body.lines().find_map(|l| l.strip_prefix("id:")).context("an event id")?.trim().to_owned();
+            if first_stream.is_none() {
+                // Twin: with room to spare, the finished stream replays its reply.
+                let resumed = client.get(host.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").header("last-event-id", &priming).send().await?;
+                ensure!(resumed.status() == 200, "resume: {}", resumed.status());
+                let replayed = tokio::time::timeout(WAIT, resumed.text()).await??;
+                ensure!(replayed.contains(&text), "the resumed stream replays the reply");
+                first_stream = Some((session.clone(), priming));
+            }
+        }
+        if n % 8 == 7 {
+            bystander_is_served(&host, &format!("after {} sessions of 1 MiB replies", n + 1)).await?;
+        }
+    }
+    baseline.within("24 sessions of 16 replies of 1 MiB, all kept for replay were they allowed", 128 * MIB + 64 * MIB, 16)?;
+    let (session, priming) = first_stream.context("a first stream")?;
+    let resumed = client.get(host.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").header("last-event-id", &priming).send().await?;
+    ensure!(resumed.status() == 400, "the early stream was given up under pressure: {}", resumed.status());
+    let said = resumed.text().await?;
+    ensure!(said.contains("gone"), "{said}");
+    bystander_is_served(&host, "after the replay logs filled the budget").await?;
+    Ok(())
+}
+
 /// WebSocket: with `--max-connections 64`, one client opens sockets until refused. Each upgraded
 /// socket keeps its slot and its client's share (8 of the 64), so the attacker holds at most 8
 /// and the bystander is served; the host's descriptors grow by the sockets it holds, no more.

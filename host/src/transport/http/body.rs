@@ -6,7 +6,10 @@
 //! with 408 and its connection closed, and what was read is freed at once. The bytes being read
 //! are charged to the client's share of bodies (`peers.rs`; 429 past it) and to the process's
 //! memory budget (503 past it) as they arrive, so one client's bodies never spend what the
-//! others need, and all bodies together never more than the budget.
+//! others need, and all bodies together never more than the budget. A whole body is then
+//! charged for what parsing it may take (`jsonrpc::parsed_cost`: small objects take tens of
+//! times their text), refused with 413 past `jsonrpc::MAX_PARSED`, and the charge is held until
+//! the handler has answered (`Held`), so the parse and what it makes are paid for too.
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -19,13 +22,19 @@ use super::Shared;
 use super::guard::refusal;
 use crate::escape::Escaped;
 
+/// What a body holds of its client's share and of the budget while its handler runs.
+pub(super) struct Held {
+    _charge: crate::budget::Charge,
+    _share: Option<super::peers::BodyShare>,
+}
+
 /// Reads the body of a request that has one; the request with the bytes in place of the
-/// stream, or the refusal.
-pub(super) async fn read_whole(shared: &Shared, request: Request) -> Result<Request, Response> {
+/// stream, and what it holds until it is answered; or the refusal.
+pub(super) async fn read_whole(shared: &Shared, request: Request) -> Result<(Request, Option<Held>), Response> {
     let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<usize>().ok());
     let chunked = request.headers().contains_key(header::TRANSFER_ENCODING);
     if announced.unwrap_or(0) == 0 && !chunked {
-        return Ok(request);
+        return Ok((request, None));
     }
     let limits = &shared.options.limits;
     let (parts, body) = request.into_parts();
@@ -41,7 +50,12 @@ pub(super) async fn read_whole(shared: &Shared, request: Request) -> Result<Requ
             return Err(super::peers::too_many(&over.to_string()));
         }
     };
-    let mut charge = match shared.budget.charge(reserved) {
+    // Replay kept for finished streams is let go before a body is refused.
+    let charged = shared.budget.charge(reserved).or_else(|_| {
+        shared.sessions.shed_finished();
+        shared.budget.charge(reserved)
+    });
+    let mut charge = match charged {
         Ok(charge) => charge,
         Err(full) => {
             tracing::warn!(peer = ?peer, bytes = announced, "refused a request body: {full}");
@@ -90,9 +104,24 @@ pub(super) async fn read_whole(shared: &Shared, request: Request) -> Result<Requ
             return Err(response);
         }
     };
-    drop(charge);
-    drop(share);
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    // Parsing may take many times the text: charged (to the client's share and the budget)
+    // before any parse, and held until the handler has answered.
+    let cost = crate::jsonrpc::parsed_cost(&bytes);
+    if cost > crate::jsonrpc::MAX_PARSED {
+        tracing::warn!(peer = ?peer, bytes = bytes.len(), cost, "refused a request body: parsing it would take more than allowed");
+        return Err(refusal(StatusCode::PAYLOAD_TOO_LARGE, &crate::jsonrpc::too_costly(cost).error.message));
+    }
+    if let Some(share) = &mut share
+        && let Err(over) = share.grow_to(cost)
+    {
+        tracing::warn!(peer = ?peer, bytes = bytes.len(), cost, "refused a request body: {over}");
+        return Err(super::peers::too_many(&over.to_string()));
+    }
+    if let Err(full) = charge.grow_to(cost) {
+        tracing::warn!(peer = ?peer, bytes = bytes.len(), cost, "refused a request body: {full}");
+        return Err(busy(&full.to_string()));
+    }
+    Ok((Request::from_parts(parts, Body::from(bytes)), Some(Held { _charge: charge, _share: share })))
 }
 
 enum Refused {

@@ -449,7 +449,12 @@ async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Re
         return refusal;
     }
     match body::read_whole(&shared, request).await {
-        Ok(request) => next.run(request).await,
+        Ok((request, held)) => {
+            // The body's charge lasts until the handler has answered: its parse is paid for.
+            let response = next.run(request).await;
+            drop(held);
+            response
+        }
         Err(refusal) => refusal,
     }
 }
@@ -484,10 +489,11 @@ impl Accepts {
 
 /// A request body as one JSON text; anything else is answered 400 with −32700.
 fn parse_body(body: &[u8]) -> Result<serde_json::Value, axum::response::Response> {
-    std::str::from_utf8(body).ok().and_then(|text| crate::jsonrpc::parse_json(text).ok()).ok_or_else(|| {
-        let error = crate::jsonrpc::ErrorObject::new(crate::jsonrpc::PARSE_ERROR, "parse error: the body is not one JSON text");
+    let text = std::str::from_utf8(body).map_err(|_| {
+        let error = crate::jsonrpc::ErrorObject::new(crate::jsonrpc::PARSE_ERROR, "parse error: the body is not UTF-8");
         json_reply(StatusCode::BAD_REQUEST, crate::jsonrpc::error_line(None, &error))
-    })
+    })?;
+    crate::jsonrpc::parse_json(text).map_err(|rejection| json_reply(StatusCode::BAD_REQUEST, rejection.to_line()))
 }
 
 /// A JSON-RPC message as the whole answer.

@@ -7,8 +7,9 @@
 //! cancelled. A Streamable HTTP session keeps stream 0 (the GET stream, fed by the session's own
 //! queue) and one stream per POST answered with SSE; at most `MAX_LIVE_STREAMS` of those are
 //! open, and the `RETAINED_STREAMS` newest finished ones are kept for replay, unless the
-//! process's memory budget is running low: then a finished stream is dropped at once, before
-//! anything else has to be refused. Each session is one of its client's session shares
+//! process's memory budget is running low: then a finished stream is dropped at once, and before
+//! a new stream opens or a body is refused for want of budget, the finished streams that ended
+//! first are given up (`SessionTable::shed_finished`), whichever session kept them. Each session is one of its client's session shares
 //! (`peers.rs`), given back when it ends.
 
 use std::collections::{HashMap, VecDeque};
@@ -59,7 +60,8 @@ pub(super) struct HttpSession {
 struct Streams {
     next: u64,
     live: HashMap<u64, Arc<ResumableStream>>,
-    finished: VecDeque<Arc<ResumableStream>>,
+    /// With the order in which they ended, process-wide (oldest first).
+    finished: VecDeque<(u64, Arc<ResumableStream>)>,
 }
 
 /// A session cannot take another POST stream now.
@@ -102,7 +104,7 @@ impl HttpSession {
     pub(super) fn stream_ended(&self, stream: &Arc<ResumableStream>) {
         let mut streams = self.streams();
         if streams.live.remove(&stream.id()).is_some() {
-            streams.finished.push_back(Arc::clone(stream));
+            streams.finished.push_back((ENDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed), Arc::clone(stream)));
             // With less than a quarter of the budget left, finished streams are the first thing
             // given up: a client that comes back for one is told it is gone.
             let keep = if self.budget.is_low(0.25) { 0 } else { RETAINED_STREAMS };
@@ -115,10 +117,24 @@ impl HttpSession {
         }
     }
 
+    /// When the oldest finished stream kept for replay ended, in the process's order.
+    fn oldest_finished(&self) -> Option<u64> {
+        self.streams().finished.front().map(|(ended, _)| *ended)
+    }
+
+    /// Gives up the oldest finished stream; false when none is kept.
+    fn drop_oldest_finished(&self) -> bool {
+        let dropped = self.streams().finished.pop_front();
+        if dropped.is_some() {
+            FINISHED_DROPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        dropped.is_some()
+    }
+
     /// The stream with this id, live or kept for replay.
     pub(super) fn stream(&self, id: u64) -> Option<Arc<ResumableStream>> {
         let streams = self.streams();
-        streams.live.get(&id).cloned().or_else(|| streams.finished.iter().find(|s| s.id() == id).cloned())
+        streams.live.get(&id).cloned().or_else(|| streams.finished.iter().find(|(_, s)| s.id() == id).map(|(_, s)| Arc::clone(s)))
     }
 
     /// Whether anything keeps the session busy: a request in flight or a connected stream.
@@ -147,6 +163,9 @@ pub(super) struct SessionTable {
     limits: ReplayLimits,
     budget: Arc<Budget>,
 }
+
+/// The order in which POST streams end, process-wide.
+static ENDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Finished streams dropped, process-wide, because the memory budget ran low.
 pub(super) static FINISHED_DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -198,6 +217,24 @@ impl SessionTable {
         }
         sessions.insert(id, Arc::clone(&http));
         Ok(http)
+    }
+
+    /// While less than a quarter of the budget is left, the finished stream that ended first is
+    /// given up, whichever session kept it: replay kept for clients that may never come back is
+    /// let go before anyone's new work is refused. Returns how many were given up.
+    pub(super) fn shed_finished(&self) -> usize {
+        let mut dropped = 0;
+        while self.budget.is_low(0.25) {
+            let oldest = self.all().into_iter().filter_map(|s| s.oldest_finished().map(|ended| (ended, s))).min_by_key(|(ended, _)| *ended);
+            match oldest.map(|(_, s)| s) {
+                Some(session) if session.drop_oldest_finished() => dropped += 1,
+                _ => break,
+            }
+        }
+        if dropped > 0 {
+            tracing::info!(dropped, used = self.budget.used(), limit = self.budget.limit(), "the memory budget is low: finished streams kept for replay were let go");
+        }
+        dropped
     }
 
     /// Whether the table holds as many sessions as it allows.

@@ -129,6 +129,7 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
         // What the request sends first, if it comes soon: a reply then goes out with the
         // headers, from a stream that has already ended.
         let first = tokio::time::timeout(FIRST_EVENT_WAIT, queue.recv()).await;
+        shared.sessions.shed_finished();
         let stream = match http.open_stream() {
             Ok(stream) => stream,
             Err(busy) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string()),

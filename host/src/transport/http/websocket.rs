@@ -174,7 +174,16 @@ where
             () = shared.shutdown.cancelled() => break true,
         };
         match next {
-            Ok(Some(Ok(Message::Text(text)))) => session.handle_frame(text.as_str()).await,
+            Ok(Some(Ok(Message::Text(text)))) => {
+                // What parsing the message may take is charged until it is handed over.
+                match shared.budget.charge(jsonrpc::parsed_cost(text.as_bytes())) {
+                    Ok(_parse) => session.handle_frame(text.as_str()).await,
+                    Err(full) => {
+                        let error = ErrorObject::new(crate::session::SERVER_BUSY, full.to_string());
+                        session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
+                    }
+                }
+            }
             Ok(Some(Ok(Message::Binary(_)))) => {
                 let error = ErrorObject::new(jsonrpc::PARSE_ERROR, "binary frames are not accepted: send each JSON-RPC message as a text frame");
                 session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
