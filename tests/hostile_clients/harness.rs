@@ -20,6 +20,8 @@ pub const PROMPT: Duration = Duration::from_secs(1);
 /// them apart.
 pub const ATTACKER: &str = "127.0.0.1";
 pub const BYSTANDER: &str = "127.0.0.2";
+/// A client whose session, questions, streams and tasks the attacker reaches for.
+pub const VICTIM: &str = "127.0.0.3";
 
 /// Rows run one at a time: each starts its own host and loads it hard.
 pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -151,6 +153,17 @@ pub fn opening(text: &str) -> String {
     text.chars().take(300).collect()
 }
 
+/// The JSON-RPC messages of an SSE body, each with its event id.
+pub fn sse_messages(body: &str) -> Vec<(Option<String>, Value)> {
+    body.split("\n\n")
+        .filter_map(|event| {
+            let id = event.lines().find_map(|l| l.strip_prefix("id: ")).map(str::to_owned);
+            let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+            serde_json::from_str(&data.join("\n")).ok().map(|message| (id, message))
+        })
+        .collect()
+}
+
 /// A POST of `body` to `/mcp` with the 2026-07-28 headers.
 pub fn modern_post(method: &str, body: &Value) -> String {
     modern_post_text(method, &body.to_string())
@@ -162,6 +175,11 @@ pub fn modern_post_text(method: &str, text: &str) -> String {
         "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{text}",
         text.len()
     )
+}
+
+/// As `modern_post`, for a method that names its target (`Mcp-Name`: a tool, a task id).
+pub fn modern_post_named(method: &str, name: &str, body: &Value) -> String {
+    modern_post(method, body).replacen(&format!("Mcp-Method: {method}\r\n"), &format!("Mcp-Method: {method}\r\nMcp-Name: {name}\r\n"), 1)
 }
 
 /// A POST of `body` to `/mcp` in a legacy session (`session`; none for `initialize`),
