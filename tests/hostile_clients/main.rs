@@ -5,4 +5,5 @@
 //! another's bystander late.
 
 mod harness;
+mod held;
 mod rows;

@@ -13,17 +13,11 @@ use paddock_tests::http::{HttpHost, modern_meta};
 use paddock_tests::{PluginDir, WAIT, conformance_plugins, paddock_bin, sample_wasm, test_cache_dir};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
 
-use crate::harness::{ATTACKER, BYSTANDER, Baseline, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post, stalled};
-
-/// Rows run one at a time: each starts its own host and loads it hard.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-const MIB: u64 = 1 << 20;
+use crate::harness::{ATTACKER, BYSTANDER, Baseline, MIB, ONE_AT_A_TIME, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post, stalled};
 
 fn text_plugin() -> PluginDir {
     PluginDir::new().add("text", &sample_wasm("text"))
