@@ -229,6 +229,45 @@ async fn chunked_bodies_past_the_cap_and_deeply_nested_json_are_refused_and_the_
     Ok(())
 }
 
+/// Bodies that are small as text and huge as parsed values: 15.6 MiB of `{"a":1}` objects
+/// (two million of them) would take over a gigabyte once parsed. Their cost is counted before
+/// any parse: over HTTP the body is refused with 413 naming what it would take, over a
+/// WebSocket the message gets −32600 and the socket goes on, and the host's memory does not
+/// move. Under a 256 MiB budget a body that would take 40 MiB, within the 64 MiB any message
+/// may take but past the client's eighth of the budget (32 MiB), is refused with 429. Twin:
+/// the same request with 10,000 objects (6 MiB once parsed) is served.
+#[tokio::test]
+async fn bodies_that_would_parse_to_far_more_than_their_size_are_refused_unparsed() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--memory-budget", "256MiB"]).await?;
+    let baseline = Baseline::of(host.pid())?;
+    let meta = modern_meta(json!({})).to_string();
+    let discover_with = |objects: usize| format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{"_meta":{meta},"junk":[{}]}}}}"#, vec![r#"{"a":1}"#; objects].join(","));
+    // Twin.
+    let (status, body) = exchange(ATTACKER, host.addr, &modern_post_text("server/discover", &discover_with(10_000))).await?;
+    ensure!(status == 200 && body.contains("\"resultType\""), "10,000 small objects: {status} {body}");
+    // Two million: refused before a parse, whatever the budget.
+    let huge = discover_with(2_000_000);
+    ensure!(huge.len() < 16 << 20, "within the body cap: {}", huge.len());
+    let (status, body) = exchange(ATTACKER, host.addr, &modern_post_text("server/discover", &huge)).await?;
+    ensure!(status == 413 && body.contains("MiB to parse"), "two million small objects: {status} {body}");
+    baseline.within("a body that would parse to a gigabyte", 48 * MIB, 8)?;
+    // Sixty thousand (about 40 MiB parsed): past this client's share of the budget.
+    let (status, body) = exchange(ATTACKER, host.addr, &modern_post_text("server/discover", &discover_with(60_000))).await?;
+    ensure!(status == 429, "sixty thousand small objects under a 256 MiB budget: {status} {body}");
+    // The same over a WebSocket: an error reply, and the socket serves on.
+    let mut socket = websocket_from(ATTACKER, &host).await?;
+    socket.send(Message::text(huge)).await?;
+    let refused = next_json(&mut socket).await?;
+    ensure!(refused["error"]["code"] == -32600 && refused["error"]["message"].as_str().is_some_and(|m| m.contains("MiB to parse")), "{refused}");
+    send_json(&mut socket, &json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await?;
+    ensure!(reply_to(&mut socket, &json!(2)).await?["result"] == json!({}));
+    baseline.within("a WebSocket message that would parse to a gigabyte", 48 * MIB, 8)?;
+    bystander_is_served(&host, "after bodies that would parse to a gigabyte").await?;
+    Ok(())
+}
+
 /// Batches. Only a 2025-03-26 session takes them (that revision requires it); a 2026-07-28
 /// request or a 2025-11-25 session's POST that is a batch of 20,000 is one invalid request,
 /// −32600, answered at once (400 and 200). In a 2025-03-26 session a batch of 20,000 pings,

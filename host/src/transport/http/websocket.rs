@@ -176,12 +176,15 @@ where
         match next {
             Ok(Some(Ok(Message::Text(text)))) => {
                 // What parsing the message may take is charged until it is handed over.
-                match shared.budget.charge(jsonrpc::parsed_cost(text.as_bytes())) {
+                let cost = jsonrpc::parsed_cost(text.as_bytes());
+                let charged = if cost > jsonrpc::MAX_PARSED {
+                    Err(jsonrpc::too_costly(cost).error)
+                } else {
+                    shared.budget.charge(cost).map_err(|full| ErrorObject::new(crate::session::SERVER_BUSY, full.to_string()))
+                };
+                match charged {
                     Ok(_parse) => session.handle_frame(text.as_str()).await,
-                    Err(full) => {
-                        let error = ErrorObject::new(crate::session::SERVER_BUSY, full.to_string());
-                        session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await;
-                    }
+                    Err(error) => session.handle_rejection(jsonrpc::error_line(None, &error), error.code).await,
                 }
             }
             Ok(Some(Ok(Message::Binary(_)))) => {
