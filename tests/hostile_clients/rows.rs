@@ -488,19 +488,21 @@ async fn a_websocket_message_must_finish_in_time_whatever_the_pongs() -> Result<
     Ok(())
 }
 
-/// Streams: one client opens 80 `subscriptions/listen` streams and never reads them. It holds
-/// its share (64); the rest are refused at once with 429; the bystander's listen and other
-/// requests are served.
+/// Streams: one client opens 80 long-lived streams, `subscriptions/listen` and HTTP+SSE `/sse`
+/// in turn, and never reads them. It holds its share (64, of both kinds together); the rest
+/// are refused at once with 429; the bystander's listen, `/sse` and other requests are served.
 #[tokio::test]
 async fn one_client_holds_only_its_share_of_streams() -> Result<()> {
     let _one = ONE_AT_A_TIME.lock().await;
     let plugins = conformance_plugins();
     let host = HttpHost::start(plugins.path(), &[]).await?;
     let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"_meta": modern_meta(json!({})), "notifications": {"toolsListChanged": true}}});
-    let request = modern_post("subscriptions/listen", &listen).replace("Connection: close\r\n", "");
+    let listen = modern_post("subscriptions/listen", &listen).replace("Connection: close\r\n", "");
+    let sse = "GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n".to_owned();
     let mut held = Vec::new();
     let mut refused = 0;
-    for _ in 0..80 {
+    for n in 0..80 {
+        let request = if n % 2 == 0 { &listen } else { &sse };
         let mut stream = connect_from(ATTACKER, host.addr).await?;
         stream.write_all(request.as_bytes()).await?;
         let mut buffer = [0u8; 512];
@@ -515,11 +517,13 @@ async fn one_client_holds_only_its_share_of_streams() -> Result<()> {
     }
     ensure!(held.len() == 64 && refused == 16, "held {}, refused {refused}", held.len());
     bystander_is_served(&host, "while one client holds its share of streams").await?;
-    let mut bystander_listen = connect_from(BYSTANDER, host.addr).await?;
-    bystander_listen.write_all(request.as_bytes()).await?;
-    let mut buffer = [0u8; 512];
-    let n = tokio::time::timeout(PROMPT, bystander_listen.read(&mut buffer)).await??;
-    ensure!(buffer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&buffer[..n]));
+    for request in [&listen, &sse] {
+        let mut bystander = connect_from(BYSTANDER, host.addr).await?;
+        bystander.write_all(request.as_bytes()).await?;
+        let mut buffer = [0u8; 512];
+        let n = tokio::time::timeout(PROMPT, bystander.read(&mut buffer)).await??;
+        ensure!(buffer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&buffer[..n]));
+    }
     drop(held);
     Ok(())
 }
