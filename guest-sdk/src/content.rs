@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::bindings::exports::paddock::plugin::tools::{CallOutcome, CallResult};
 use crate::bindings::paddock::plugin::types::{
-    ContentBlock, Error as WitError, EmbeddedResource, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
+    ContentBlock, EmbeddedResource, Error as WitError, MediaContent, ResourceBody, ResourceContents, ResourceLink, Role, TextContent,
 };
 use crate::describe::Annotations;
 use crate::request::{Error, Halt, Request};

@@ -194,8 +194,11 @@ pub struct ResourceMeta {
 
 impl ResourceMeta {
     fn annotations(&self) -> Option<wit::Annotations> {
-        (self.audience.is_some() || self.priority.is_some())
-            .then(|| wit::Annotations { audience: describe::audience(self.audience), priority: self.priority, last_modified: None })
+        (self.audience.is_some() || self.priority.is_some()).then(|| wit::Annotations {
+            audience: describe::audience(self.audience),
+            priority: self.priority,
+            last_modified: None,
+        })
     }
 }
 

@@ -223,14 +223,8 @@ impl Registry {
             CompletionTarget::ResourceTemplate(template) => (template.as_str(), false),
         };
         let cx = Request::new(context);
-        let completing = Completing {
-            target,
-            is_prompt,
-            argument: &request.argument_name,
-            value: &request.argument_value,
-            request: &cx,
-            chosen: &request.context,
-        };
+        let completing =
+            Completing { target, is_prompt, argument: &request.argument_name, value: &request.argument_value, request: &cx, chosen: &request.context };
         let mut values = complete(&completing);
         let total = u32::try_from(values.len()).ok();
         let has_more = values.len() > 100;

@@ -29,8 +29,8 @@ use serde_json::Value;
 
 use crate::bindings::paddock::plugin::context::{Era, RequestContext};
 use crate::bindings::paddock::plugin::input::{
-    ElicitationAction, FormElicitation, InputRequest, InputRequestKind, InputRequired, InputResponseKind, SamplingContent,
-    SamplingMessage, SamplingRequest, UrlElicitation,
+    ElicitationAction, FormElicitation, InputRequest, InputRequestKind, InputRequired, InputResponseKind, SamplingContent, SamplingMessage, SamplingRequest,
+    UrlElicitation,
 };
 use crate::bindings::paddock::plugin::types::{Error as WitError, Role, TextContent};
 use crate::schema;

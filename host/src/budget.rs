@@ -40,7 +40,13 @@ const RETURN_AFTER: usize = 32 << 20;
 impl Budget {
     /// A budget of `limit` bytes (at least `MIN_BUDGET`).
     pub fn new(limit: usize) -> Arc<Budget> {
-        Arc::new(Budget { limit: limit.max(MIN_BUDGET), used: AtomicUsize::new(0), peak: AtomicUsize::new(0), high: AtomicUsize::new(0), refused: AtomicU64::new(0) })
+        Arc::new(Budget {
+            limit: limit.max(MIN_BUDGET),
+            used: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            high: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
+        })
     }
 
     /// A budget with no practical limit (tests, and hosts that set none).

@@ -246,8 +246,7 @@ struct Logging {
 /// Logs go to stderr through a dedicated thread and a bounded, lossy queue: a record never
 /// waits for stderr, so logging can never block a plugin call or the session.
 fn install_logging(format: LogFormat) -> Logging {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,paddock=info,plugin=info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,paddock=info,plugin=info"));
     let ansi = format == LogFormat::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(true)

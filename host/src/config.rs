@@ -101,12 +101,7 @@ impl Config {
     /// The grant of plugin `id`: the default grant when nothing configures it, or every problem
     /// of its configuration when it is invalid.
     pub fn grant(&self, id: &str) -> Result<Grant, Vec<ConfigError>> {
-        let errors: Vec<ConfigError> = self
-            .problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error && p.plugin.as_deref() == Some(id))
-            .cloned()
-            .collect();
+        let errors: Vec<ConfigError> = self.problems.iter().filter(|p| p.severity == Severity::Error && p.plugin.as_deref() == Some(id)).cloned().collect();
         if errors.is_empty() { Ok(self.grants.get(id).cloned().unwrap_or_default()) } else { Err(errors) }
     }
 
@@ -157,13 +152,7 @@ impl Loader {
         let Some(table) = self.read_table(file, None) else { return };
         for (key, value) in table {
             if key != "plugins" {
-                self.problems.push(error(
-                    file,
-                    &key,
-                    None,
-                    "unknown top-level key",
-                    "put plugin settings under `[plugins.<id>]`",
-                ));
+                self.problems.push(error(file, &key, None, "unknown top-level key", "put plugin settings under `[plugins.<id>]`"));
                 continue;
             }
             let toml::Value::Table(plugins) = value else {
@@ -173,34 +162,16 @@ impl Loader {
             for (id, settings) in plugins {
                 let key = format!("plugins.{id}");
                 if !valid_id(&id) {
-                    self.problems.push(error(
-                        file,
-                        &key,
-                        None,
-                        "is not a valid plugin id",
-                        "plugin ids are file stems matching ^[a-zA-Z0-9_-]{1,64}$",
-                    ));
+                    self.problems.push(error(file, &key, None, "is not a valid plugin id", "plugin ids are file stems matching ^[a-zA-Z0-9_-]{1,64}$"));
                     continue;
                 }
                 if !plugins_dir.join(format!("{id}.wasm")).exists() {
-                    let mut w = error(
-                        file,
-                        &key,
-                        None,
-                        &format!("there is no {id}.wasm in {}", plugins_dir.display()),
-                        "remove the section or add the plugin",
-                    );
+                    let mut w = error(file, &key, None, &format!("there is no {id}.wasm in {}", plugins_dir.display()), "remove the section or add the plugin");
                     w.severity = Severity::Warning;
                     self.problems.push(w);
                 }
                 let toml::Value::Table(settings) = settings else {
-                    self.problems.push(error(
-                        file,
-                        &key,
-                        Some(&id),
-                        "must be a table",
-                        "write `[plugins.<id>]` with keys below it",
-                    ));
+                    self.problems.push(error(file, &key, Some(&id), "must be a table", "write `[plugins.<id>]` with keys below it"));
                     continue;
                 };
                 let entry = self.tables.entry(id).or_default();
@@ -214,13 +185,7 @@ impl Loader {
     fn read_side(&mut self, file: &Path, plugins_dir: &Path) {
         let id = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         if !plugins_dir.join(format!("{id}.wasm")).exists() {
-            let mut w = error(
-                file,
-                "(file)",
-                None,
-                &format!("there is no {id}.wasm beside it"),
-                "rename it after its plugin or remove it",
-            );
+            let mut w = error(file, "(file)", None, &format!("there is no {id}.wasm beside it"), "rename it after its plugin or remove it");
             w.severity = Severity::Warning;
             self.problems.push(w);
             return;
@@ -238,13 +203,7 @@ impl Loader {
         let text = match std::fs::read_to_string(file) {
             Ok(text) => text,
             Err(err) => {
-                self.problems.push(error(
-                    file,
-                    "(file)",
-                    plugin,
-                    &format!("cannot be read: {err}"),
-                    "check the path and its permissions",
-                ));
+                self.problems.push(error(file, "(file)", plugin, &format!("cannot be read: {err}"), "check the path and its permissions"));
                 return None;
             }
         };
@@ -256,13 +215,7 @@ impl Loader {
                     Some(span) => format!("line {}", text[..span.start.min(text.len())].lines().count().max(1)),
                     None => "(syntax)".to_owned(),
                 };
-                self.problems.push(error(
-                    file,
-                    &key,
-                    plugin,
-                    &format!("invalid TOML: {message}"),
-                    "fix the TOML syntax",
-                ));
+                self.problems.push(error(file, &key, plugin, &format!("invalid TOML: {message}"), "fix the TOML syntax"));
                 None
             }
         }
@@ -273,11 +226,8 @@ impl Loader {
         for (id, keys) in std::mem::take(&mut self.tables) {
             let mut grant = Grant::default();
             for (key, (file, value)) in keys {
-                let prefix = if file.file_name().is_some_and(|n| n == MAIN_FILE) || !is_side_file(&file, &id) {
-                    format!("plugins.{id}.{key}")
-                } else {
-                    key.clone()
-                };
+                let prefix =
+                    if file.file_name().is_some_and(|n| n == MAIN_FILE) || !is_side_file(&file, &id) { format!("plugins.{id}.{key}") } else { key.clone() };
                 let mut ctx = values::Ctx { file: &file, plugin: &id, problems: &mut self.problems };
                 values::apply(&mut ctx, &mut grant, &key, &prefix, value);
             }

@@ -186,8 +186,7 @@ pub fn parse_json(frame: &str) -> Result<Value, Rejection> {
     if cost > MAX_PARSED {
         return Err(too_costly(cost));
     }
-    serde_json::from_str(frame)
-        .map_err(|err| Rejection { id: None, error: ErrorObject::new(PARSE_ERROR, format!("parse error: {err}")) })
+    serde_json::from_str(frame).map_err(|err| Rejection { id: None, error: ErrorObject::new(PARSE_ERROR, format!("parse error: {err}")) })
 }
 
 /// Interprets a parsed JSON value as a message.
@@ -349,10 +348,7 @@ mod tests {
         assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(Message::Request { .. })));
         assert!(matches!(parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(Message::Notification { .. })));
         assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Message::Response { outcome: Ok(_), .. })));
-        assert!(matches!(
-            parse(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#),
-            Ok(Message::Response { outcome: Err(_), .. })
-        ));
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#), Ok(Message::Response { outcome: Err(_), .. })));
     }
 
     mod properties {
@@ -372,8 +368,20 @@ mod tests {
             leaf.prop_recursive(3, 24, 6, |inner| {
                 prop_oneof![
                     proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                    proptest::collection::btree_map(prop_oneof![Just("jsonrpc".to_owned()), Just("id".to_owned()), Just("method".to_owned()), Just("params".to_owned()), Just("result".to_owned()), Just("error".to_owned()), "[a-z]{1,4}"], inner, 0..6)
-                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                    proptest::collection::btree_map(
+                        prop_oneof![
+                            Just("jsonrpc".to_owned()),
+                            Just("id".to_owned()),
+                            Just("method".to_owned()),
+                            Just("params".to_owned()),
+                            Just("result".to_owned()),
+                            Just("error".to_owned()),
+                            "[a-z]{1,4}"
+                        ],
+                        inner,
+                        0..6
+                    )
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
                 ]
             })
         }

@@ -15,8 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::input::{Outcome, RequestContext};
 use crate::protocol::{
-    CacheHint, CallToolResult, Completion, CompletionRequest, GetPromptResult, Icon, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Tool,
+    CacheHint, CallToolResult, Completion, CompletionRequest, GetPromptResult, Icon, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 
 /// A boxed future, for object-safe async trait methods.
@@ -91,16 +90,8 @@ pub enum LogLevel {
 
 impl LogLevel {
     /// All levels, lowest first.
-    pub const ALL: [LogLevel; 8] = [
-        LogLevel::Debug,
-        LogLevel::Info,
-        LogLevel::Notice,
-        LogLevel::Warning,
-        LogLevel::Error,
-        LogLevel::Critical,
-        LogLevel::Alert,
-        LogLevel::Emergency,
-    ];
+    pub const ALL: [LogLevel; 8] =
+        [LogLevel::Debug, LogLevel::Info, LogLevel::Notice, LogLevel::Warning, LogLevel::Error, LogLevel::Critical, LogLevel::Alert, LogLevel::Emergency];
 
     /// The MCP wire name.
     pub fn as_str(self) -> &'static str {
@@ -287,19 +278,10 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Runs a tool by the plugin's own name; `arguments` is JSON object text.
-    fn call_tool<'a>(
-        &'a self,
-        tool: &'a str,
-        arguments: &'a str,
-        cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>>;
+    fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>>;
 
     /// Reads a resource by URI.
-    fn read_resource<'a>(
-        &'a self,
-        uri: &'a str,
-        cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>>;
+    fn read_resource<'a>(&'a self, uri: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>>;
 
     /// Renders a prompt by the plugin's own name.
     fn get_prompt<'a>(
@@ -310,9 +292,5 @@ pub trait Plugin: Send + Sync {
     ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>>;
 
     /// Completes an argument of a prompt or resource template.
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-        cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Completion, PluginError>>;
+    fn complete<'a>(&'a self, request: &'a CompletionRequest, cx: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>>;
 }

@@ -66,7 +66,8 @@ pub enum ContentBlock {
     Text {
         text: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Json>,
     },
     Image {
@@ -75,7 +76,8 @@ pub enum ContentBlock {
         #[serde(rename = "mimeType")]
         mime_type: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Json>,
     },
     Audio {
@@ -84,14 +86,16 @@ pub enum ContentBlock {
         #[serde(rename = "mimeType")]
         mime_type: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Json>,
     },
     ResourceLink(ResourceLink),
     Resource {
         resource: ResourceContents,
         #[serde(skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Json>,
     },
 }

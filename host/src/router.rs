@@ -15,8 +15,7 @@ use template::{MAX_URI_BYTES, TemplateError, UriTemplate};
 use crate::input::Outcome;
 use crate::plugin::{CallContext, Catalog, Plugin, PluginError};
 use crate::protocol::{
-    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Tool,
+    CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 
 /// Items per page of a list result.
@@ -64,7 +63,9 @@ impl RouterEntry {
 /// Why a plugin was left out of the router.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouterError {
-    #[error("plugin `{plugin}`: {kind} `{name}` cannot be exposed as `{exposed}`: names must match ^[a-zA-Z0-9_-]{{1,64}}$ (fix: set a shorter `expose.prefix` in the plugin's grant, or rename it in the plugin)")]
+    #[error(
+        "plugin `{plugin}`: {kind} `{name}` cannot be exposed as `{exposed}`: names must match ^[a-zA-Z0-9_-]{{1,64}}$ (fix: set a shorter `expose.prefix` in the plugin's grant, or rename it in the plugin)"
+    )]
     InvalidName { plugin: String, kind: &'static str, name: String, exposed: String },
     #[error("plugins `{first}` and `{second}` both expose {kind} `{name}`; `{second}` is not served (fix: set `expose.prefix` in the grant of one of them)")]
     Collision { first: String, second: String, kind: &'static str, name: String },
@@ -166,8 +167,7 @@ impl Router {
         router.tools.sort_by(|a, b| a.name.cmp(&b.name));
         router.prompts.sort_by(|a, b| a.name.cmp(&b.name));
         router.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
-        let mut templates: Vec<(ResourceTemplate, (UriTemplate, usize))> =
-            router.templates.drain(..).zip(router.template_routes.drain(..)).collect();
+        let mut templates: Vec<(ResourceTemplate, (UriTemplate, usize))> = router.templates.drain(..).zip(router.template_routes.drain(..)).collect();
         templates.sort_by(|a, b| a.0.uri_template.cmp(&b.0.uri_template));
         (router.templates, router.template_routes) = templates.into_iter().unzip();
         router.instructions = merge_instructions(&router.served);
@@ -187,8 +187,7 @@ impl Router {
         entry.catalog = Arc::new(catalog);
         let (router, problems) = Router::new(entries);
         let router = router.with_page_size(self.page_size);
-        let left_out: Vec<&str> =
-            self.served.iter().map(|e| e.plugin.id()).filter(|id| !router.served.iter().any(|e| e.plugin.id() == *id)).collect();
+        let left_out: Vec<&str> = self.served.iter().map(|e| e.plugin.id()).filter(|id| !router.served.iter().any(|e| e.plugin.id() == *id)).collect();
         if left_out.is_empty() {
             return Ok(router);
         }
@@ -268,12 +267,7 @@ impl Router {
     }
 
     /// Renders a prompt by its exposed name.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: &[(String, String)],
-        cx: &CallContext,
-    ) -> Result<(&str, Outcome<GetPromptResult>), RouteError> {
+    pub async fn get_prompt(&self, name: &str, arguments: &[(String, String)], cx: &CallContext) -> Result<(&str, Outcome<GetPromptResult>), RouteError> {
         let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.to_owned() })?;
         let plugin = &self.served[route.plugin].plugin;
         let outcome = plugin.get_prompt(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
@@ -328,7 +322,13 @@ impl Router {
     }
 
     /// Completes an argument of a prompt (by exposed name) or a resource template (by URI template).
-    pub async fn complete(&self, target: &CompletionTarget, argument: (&str, &str), context: Vec<(String, String)>, cx: &CallContext) -> Result<Completion, RouteError> {
+    pub async fn complete(
+        &self,
+        target: &CompletionTarget,
+        argument: (&str, &str),
+        context: Vec<(String, String)>,
+        cx: &CallContext,
+    ) -> Result<Completion, RouteError> {
         let (index, own_target) = match target {
             CompletionTarget::Prompt(name) => {
                 let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.clone() })?;
@@ -343,12 +343,7 @@ impl Router {
                 (self.template_routes[position].1, target.clone())
             }
         };
-        let request = CompletionRequest {
-            target: own_target,
-            argument_name: argument.0.to_owned(),
-            argument_value: argument.1.to_owned(),
-            context,
-        };
+        let request = CompletionRequest { target: own_target, argument_name: argument.0.to_owned(), argument_value: argument.1.to_owned(), context };
         let plugin = &self.served[index].plugin;
         let mut completion = plugin.complete(&request, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
         if completion.values.len() > 100 {
@@ -394,11 +389,7 @@ impl Router {
         for template in &catalog.resource_templates {
             match UriTemplate::compile(&template.uri_template) {
                 Ok(compiled) => plan.compiled.push(compiled),
-                Err(reason) => errors.push(RouterError::InvalidTemplate {
-                    plugin: id.to_owned(),
-                    template: shorten(&template.uri_template),
-                    reason,
-                }),
+                Err(reason) => errors.push(RouterError::InvalidTemplate { plugin: id.to_owned(), template: shorten(&template.uri_template), reason }),
             }
             plan.templates.push(check("resource template", &template.uri_template, template.uri_template.clone(), &mut errors));
         }

@@ -558,10 +558,7 @@ impl Held {
             let mut clients: Vec<(&QuotaKey, usize)> = counts.into_iter().collect();
             clients.sort_by_key(|(_, held)| std::cmp::Reverse(*held));
             // The heaviest client with a finished task gives one up.
-            let oldest = clients
-                .iter()
-                .find_map(|(client, _)| oldest_finished(self.tasks.values().filter(|t| &t.quota == *client)))
-                .ok_or(TaskError::Full)?;
+            let oldest = clients.iter().find_map(|(client, _)| oldest_finished(self.tasks.values().filter(|t| &t.quota == *client))).ok_or(TaskError::Full)?;
             self.evict(&oldest);
         }
         Ok(())

@@ -395,7 +395,13 @@ pub const ATTACKS: &[Attack] = &[
         twin(GRANTED_BY_NAME, "http_get", r#"{"url":"http://localhost:{granted}/"}"#, "200 GRANTED-BODY"),
     ),
     // Time: servers that never answer or never finish, busy loops, a pollable for hours.
-    deadline_attack("server_never_answers", QUICK_SILENT, "http_get", r#"{"url":"http://127.0.0.1:{silent}/"}"#, twin(QUICK_GRANTED, "http_get", r#"{"url":"http://127.0.0.1:{granted}/"}"#, "200 GRANTED-BODY")),
+    deadline_attack(
+        "server_never_answers",
+        QUICK_SILENT,
+        "http_get",
+        r#"{"url":"http://127.0.0.1:{silent}/"}"#,
+        twin(QUICK_GRANTED, "http_get", r#"{"url":"http://127.0.0.1:{granted}/"}"#, "200 GRANTED-BODY"),
+    ),
     deadline_attack(
         "server_drips_forever",
         QUICK_DRIP,

@@ -83,14 +83,8 @@ fn table_bomb() -> &'static [u8] {
         let mut resolve = wit_parser::Resolve::default();
         let (package, _) = resolve.push_path(root.join("wit")).expect("wit/ parses");
         let world = resolve.select_world(&[package], Some("plugin")).expect("the plugin world");
-        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8)
-            .expect("embed the world");
-        wit_component::ComponentEncoder::default()
-            .validate(true)
-            .module(&module)
-            .expect("the module matches the world")
-            .encode()
-            .expect("encode the component")
+        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8).expect("embed the world");
+        wit_component::ComponentEncoder::default().validate(true).module(&module).expect("the module matches the world").encode().expect("encode the component")
     })
 }
 
@@ -227,7 +221,8 @@ impl Host {
         let mut stdio = StdioHost::start_logging(plugins, &["--log-format", "json"], "info", Stdio::piped())?;
         let log = Log::watch(stdio.take_stderr().context("piped stderr")?);
         let mut host = Host { stdio, log, early: HashMap::new(), next_id: 1_000, notifications: 0 };
-        let id = host.send("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "escape", "version": "0"}})).await?;
+        let id =
+            host.send("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "escape", "version": "0"}})).await?;
         host.reply(id, Duration::from_secs(30)).await?;
         host.stdio.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await?;
         Ok(host)
@@ -340,9 +335,7 @@ fn is_recorded(recorded: Recorded, record: &Value) -> bool {
     }
     let text = |key: &str| record[key].as_str().unwrap_or_default().to_owned();
     match recorded {
-        Recorded::Refusal(kind) => {
-            text("message").starts_with("refused") && record["kind"] == kind && !text("attempt").is_empty()
-        }
+        Recorded::Refusal(kind) => text("message").starts_with("refused") && record["kind"] == kind && !text("attempt").is_empty(),
         Recorded::CallFailed(error) => text("message") == "tool call failed" && text("error").contains(error),
         Recorded::NotLoaded(reason) => text("message").contains("plugin not loaded") && text("message").contains(reason),
         Recorded::NeverAsked => false,

@@ -89,12 +89,8 @@ async fn every_hostile_tool_has_an_attack_and_every_attack_a_tool() {
     host.initialize("2025-11-25").await.expect("initialize");
     let tools = host.request("tools/list", json!({})).await.expect("tools/list");
     let prefix = format!("{}_", harness::ATTACKER);
-    let listed: BTreeSet<String> = tools["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str()?.strip_prefix(&prefix).map(str::to_owned))
-        .collect();
+    let listed: BTreeSet<String> =
+        tools["result"]["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()?.strip_prefix(&prefix).map(str::to_owned)).collect();
     let mut in_table: BTreeSet<String> = BTreeSet::new();
     for attack in ATTACKS {
         if let (Component::Hostile, Some(call)) = (attack.component, attack.call) {

@@ -92,9 +92,7 @@ pub async fn fuzz_all() -> Result<()> {
     let mut host = Host::start(plugins.path()).await?;
     for fuzz in FUZZ {
         host.stdio.send_bytes(&fuzz.line.bytes()).await?;
-        let reply = tokio::time::timeout(Duration::from_secs(10), host.stdio.recv())
-            .await
-            .with_context(|| format!("{}: no answer", fuzz.name))??;
+        let reply = tokio::time::timeout(Duration::from_secs(10), host.stdio.recv()).await.with_context(|| format!("{}: no answer", fuzz.name))??;
         ensure!(reply["error"]["code"] == fuzz.code, "{}: expected code {}, got {reply}", fuzz.name, fuzz.code);
         host.answers_others(fuzz.name).await?;
     }

@@ -48,9 +48,7 @@ pub struct Servers {
 impl Servers {
     /// Starts every server on the current tokio runtime.
     pub async fn start() -> Servers {
-        let ok = |body: &str| {
-            format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
-        };
+        let ok = |body: &str| format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
         let redirect = |to: String| format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         let (granted, _) = serve(Behaviour::Reply(ok(GRANTED_BODY))).await;
         let (decoy, decoy_connections) = serve(Behaviour::Reply(ok(DECOY_BODY))).await;

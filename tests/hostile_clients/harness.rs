@@ -187,7 +187,10 @@ pub fn modern_post_named(method: &str, name: &str, body: &Value) -> String {
 pub fn legacy_post(session: Option<&str>, accept: &str, body: &Value) -> String {
     let text = body.to_string();
     let session = session.map(|id| format!("Mcp-Session-Id: {id}\r\n")).unwrap_or_default();
-    format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: {accept}\r\nContent-Type: application/json\r\n{session}Connection: close\r\nContent-Length: {}\r\n\r\n{text}", text.len())
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: {accept}\r\nContent-Type: application/json\r\n{session}Connection: close\r\nContent-Length: {}\r\n\r\n{text}",
+        text.len()
+    )
 }
 
 /// Opens a legacy Streamable HTTP session from `from` at `version` (answered as JSON); its id.

@@ -18,7 +18,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::harness::{
     ATTACKER, Baseline, MIB, ONE_AT_A_TIME, PROMPT, VICTIM, bystander_is_served, bystander_is_served_with, connect_from, exchange, exchange_head, legacy_post,
-    legacy_session, legacy_websocket, modern_post, modern_post_named, modern_post_text, next_json, opening, reply_to, send_json, sse_messages, stalled, websocket_from,
+    legacy_session, legacy_websocket, modern_post, modern_post_named, modern_post_text, next_json, opening, reply_to, send_json, sse_messages, stalled,
+    websocket_from,
 };
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
@@ -98,13 +99,23 @@ async fn host_origin_and_token_bypass_spellings_are_refused_and_the_right_spelli
         ("`bearer` with a wrong token", discover(vec![local(), format!("Authorization: bearer {}", TOKEN.replace('0', "1"))]), 401),
         ("another scheme", discover(vec![local(), format!("Authorization: Basic {TOKEN}")]), 401),
         ("the token without a scheme", discover(vec![local(), format!("Authorization: {TOKEN}")]), 401),
-        ("the token in other headers", discover(vec![local(), format!("X-Api-Key: {TOKEN}"), format!("Cookie: token={TOKEN}"), format!("Proxy-Authorization: Bearer {TOKEN}")]), 401),
+        (
+            "the token in other headers",
+            discover(vec![local(), format!("X-Api-Key: {TOKEN}"), format!("Cookie: token={TOKEN}"), format!("Proxy-Authorization: Bearer {TOKEN}")]),
+            401,
+        ),
         ("a wrong token first, the right one second", discover(vec![local(), "Authorization: Bearer wrong-token-0123456789".into(), bearer()]), 401),
         ("the token in the query string", discover_with(&format!("/mcp?access_token={TOKEN}&token={TOKEN}"), &[local()]), 401),
-        ("the token in the query string of /sse", format!("GET /sse?access_token={TOKEN} HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n"), 401),
+        (
+            "the token in the query string of /sse",
+            format!("GET /sse?access_token={TOKEN} HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n"),
+            401,
+        ),
         (
             "the token in the query string of /ws",
-            format!("GET /ws?access_token={TOKEN} HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"),
+            format!(
+                "GET /ws?access_token={TOKEN} HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+            ),
             401,
         ),
         // Twins.
@@ -119,7 +130,8 @@ async fn host_origin_and_token_bypass_spellings_are_refused_and_the_right_spelli
         ("the loopback authority in the request target", discover_with(&format!("http://localhost:{port}/mcp"), &[local(), bearer()]), 200),
     ];
     for (n, (what, request, status)) in rows.iter().enumerate() {
-        let (got, body) = tokio::time::timeout(PROMPT * 5, exchange(ATTACKER, host.addr, request)).await.with_context(|| format!("{what}: no answer in time"))??;
+        let (got, body) =
+            tokio::time::timeout(PROMPT * 5, exchange(ATTACKER, host.addr, request)).await.with_context(|| format!("{what}: no answer in time"))??;
         ensure!(got == *status, "{what}: answered {got}, not {status}: {body}");
         ensure!((got == 200) == body.contains("\"resultType\""), "{what}: {body}");
         if n == rows.len() / 2 {
@@ -203,7 +215,10 @@ async fn chunked_bodies_past_the_cap_and_deeply_nested_json_are_refused_and_the_
     // Attack: nesting. Each is a parse error over HTTP.
     let arrays = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let objects = format!("{}1{}", "{\"a\":".repeat(50_000), "}".repeat(50_000));
-    let arguments = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"greet","arguments":{{"name":{arrays}}},"_meta":{}}}}}"#, modern_meta(json!({})));
+    let arguments = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"greet","arguments":{{"name":{arrays}}},"_meta":{}}}}}"#,
+        modern_meta(json!({}))
+    );
     for (what, text) in [("100,000 nested arrays", &arrays), ("50,000 nested objects", &objects), ("arguments nested 100,000 deep", &arguments)] {
         let request = modern_post_text("tools/call", text).replacen("Mcp-Method: tools/call\r\n", "Mcp-Method: tools/call\r\nMcp-Name: greet\r\n", 1);
         let (status, body) = tokio::time::timeout(WAIT, exchange(ATTACKER, host.addr, &request)).await??;
@@ -243,7 +258,9 @@ async fn bodies_that_would_parse_to_far_more_than_their_size_are_refused_unparse
     let host = HttpHost::start(plugins.path(), &["--memory-budget", "256MiB"]).await?;
     let baseline = Baseline::of(host.pid())?;
     let meta = modern_meta(json!({})).to_string();
-    let discover_with = |objects: usize| format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{"_meta":{meta},"junk":[{}]}}}}"#, vec![r#"{"a":1}"#; objects].join(","));
+    let discover_with = |objects: usize| {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{"_meta":{meta},"junk":[{}]}}}}"#, vec![r#"{"a":1}"#; objects].join(","))
+    };
     // Twin.
     let (status, body) = exchange(ATTACKER, host.addr, &modern_post_text("server/discover", &discover_with(10_000))).await?;
     ensure!(status == 200 && body.contains("\"resultType\""), "10,000 small objects: {status} {body}");
@@ -299,7 +316,10 @@ async fn a_batch_of_twenty_thousand_is_refused_outside_2025_03_26_and_answered_o
     // Refused where batches are not part of the revision, whatever their length.
     let (status, body) = tokio::time::timeout(WAIT, exchange(ATTACKER, host.addr, &modern_post("ping", &batch))).await??;
     let refusal = parsed(&body)?;
-    ensure!(status == 400 && refusal["error"]["code"] == -32600 && refusal["error"]["message"].as_str().is_some_and(|m| m.contains("2025-03-26")), "a 2026-07-28 batch: {status} {body}");
+    ensure!(
+        status == 400 && refusal["error"]["code"] == -32600 && refusal["error"]["message"].as_str().is_some_and(|m| m.contains("2025-03-26")),
+        "a 2026-07-28 batch: {status} {body}"
+    );
     let newer = legacy_session(ATTACKER, &host, "2025-11-25").await?;
     let (status, body) = tokio::time::timeout(WAIT, exchange(ATTACKER, host.addr, &legacy_post(Some(&newer), "application/json", &batch))).await??;
     ensure!(status == 200 && parsed(&body)?["error"]["code"] == -32600, "a 2025-11-25 batch: {status} {body}");
@@ -390,7 +410,11 @@ async fn answers_to_another_sessions_questions_and_made_up_session_ids_reach_not
     let host = HttpHost::start(plugins.path(), &[]).await?;
     let baseline = Baseline::of(host.pid())?;
     let mut victim = legacy_websocket(VICTIM, &host, "2025-11-25", json!({"elicitation": {}})).await?;
-    send_json(&mut victim, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_elicitation", "arguments": {"message": "Who are you?"}}})).await?;
+    send_json(
+        &mut victim,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_elicitation", "arguments": {"message": "Who are you?"}}}),
+    )
+    .await?;
     let question = next_json(&mut victim).await?;
     ensure!(question["method"] == "elicitation/create", "{question}");
     let asked = question["id"].clone();
@@ -415,7 +439,8 @@ async fn answers_to_another_sessions_questions_and_made_up_session_ids_reach_not
     bystander_is_served(&host, "after 10,000 answers to no question").await?;
 
     // Twin: the victim's own answer is the one its call gets.
-    send_json(&mut victim, &json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}})).await?;
+    send_json(&mut victim, &json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}}))
+        .await?;
     let reply = reply_to(&mut victim, &json!(1)).await?;
     let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
     ensure!(text.contains("ada@example.com") && !text.contains("mallory"), "{reply}");
@@ -521,7 +546,8 @@ async fn last_event_ids_replay_only_the_requesting_sessions_own_streams() -> Res
             let (status, head, _) = exchange_head(from, addr, &legacy_post(None, ACCEPT_BOTH, &init)).await?;
             ensure!(status == 200, "initialize: {status}");
             let session = crate::harness::header(&head, "mcp-session-id").context("a session id")?.to_owned();
-            let (status, _) = exchange(from, addr, &legacy_post(Some(&session), ACCEPT_BOTH, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await?;
+            let (status, _) =
+                exchange(from, addr, &legacy_post(Some(&session), ACCEPT_BOTH, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await?;
             ensure!(status == 202);
             for (n, name) in names.iter().enumerate() {
                 let call = json!({"jsonrpc": "2.0", "id": n + 1, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": name}}});
@@ -529,7 +555,10 @@ async fn last_event_ids_replay_only_the_requesting_sessions_own_streams() -> Res
                 let events = sse_messages(&body);
                 let stream = n + 2;
                 ensure!(
-                    status == 200 && events.iter().any(|(id, m)| id.as_deref() == Some(&format!("{stream}-1")) && m["result"]["content"][0]["text"] == format!("Hello, {name}!")),
+                    status == 200
+                        && events
+                            .iter()
+                            .any(|(id, m)| id.as_deref() == Some(&format!("{stream}-1")) && m["result"]["content"][0]["text"] == format!("Hello, {name}!")),
                     "the greeting of {name} on stream {stream}: {status} {body}"
                 );
             }
@@ -538,7 +567,11 @@ async fn last_event_ids_replay_only_the_requesting_sessions_own_streams() -> Res
     };
     let victim = open(VICTIM, &["victim-secret-one", "victim-secret-two"]).await?;
     let attacker = open(ATTACKER, &["attacker-own"]).await?;
-    let resume = |session: &str, last: &str| format!("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nLast-Event-ID: {last}\r\nConnection: close\r\n\r\n");
+    let resume = |session: &str, last: &str| {
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nLast-Event-ID: {last}\r\nConnection: close\r\n\r\n"
+        )
+    };
 
     let (status, body) = tokio::time::timeout(WAIT, exchange(ATTACKER, host.addr, &resume(&attacker, "2-0"))).await??;
     let replayed = sse_messages(&body);
@@ -584,7 +617,10 @@ async fn another_sessions_tasks_and_made_up_task_ids_are_unknown() -> Result<()>
     for (id, method) in [(1, "tasks/get"), (2, "tasks/result"), (3, "tasks/cancel")] {
         send_json(&mut attacker, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task}})).await?;
         let reply = reply_to(&mut attacker, &json!(id)).await?;
-        ensure!(reply["error"]["code"] == -32602 && reply["error"]["message"].as_str().is_some_and(|m| m.starts_with("unknown task")), "{method} of the victim's task: {reply}");
+        ensure!(
+            reply["error"]["code"] == -32602 && reply["error"]["message"].as_str().is_some_and(|m| m.starts_with("unknown task")),
+            "{method} of the victim's task: {reply}"
+        );
         ensure!(!reply.to_string().contains("victim-secret"), "{reply}");
     }
     send_json(&mut attacker, &json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/list", "params": {}})).await?;
@@ -597,9 +633,13 @@ async fn another_sessions_tasks_and_made_up_task_ids_are_unknown() -> Result<()>
         if matches!(method, "tasks/get" | "tasks/cancel") { modern_post_named(method, task, &body) } else { modern_post(method, &body) }
     };
     let made_up = "0123456789abcdef0123456789abcdef";
-    for (method, id, status, code) in
-        [("tasks/get", task.as_str(), 400, -32602), ("tasks/cancel", task.as_str(), 400, -32602), ("tasks/get", made_up, 400, -32602), ("tasks/result", made_up, 404, -32601), ("tasks/list", made_up, 404, -32601)]
-    {
+    for (method, id, status, code) in [
+        ("tasks/get", task.as_str(), 400, -32602),
+        ("tasks/cancel", task.as_str(), 400, -32602),
+        ("tasks/get", made_up, 400, -32602),
+        ("tasks/result", made_up, 404, -32601),
+        ("tasks/list", made_up, 404, -32601),
+    ] {
         let (got, body) = exchange(ATTACKER, host.addr, &modern(method, id)).await?;
         let reply = parsed(&body)?;
         ensure!(got == status && reply["error"]["code"] == code && !body.contains("victim-secret"), "2026-07-28 {method} of {id}: {got} {body}");

@@ -17,7 +17,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
 
-use crate::harness::{ATTACKER, BYSTANDER, Baseline, MIB, ONE_AT_A_TIME, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post, stalled};
+use crate::harness::{
+    ATTACKER, BYSTANDER, Baseline, MIB, ONE_AT_A_TIME, PROMPT, bystander_is_served, bystander_is_served_with, connect_from, exchange, modern_post, stalled,
+};
 
 fn text_plugin() -> PluginDir {
     PluginDir::new().add("text", &sample_wasm("text"))
@@ -121,7 +123,8 @@ async fn replies_never_read_over_http_sse_stall_the_posts_and_hold_a_bounded_amo
     let text = "y".repeat(16 * 1024);
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}});
     let mut posts = connect_from(ATTACKER, host.addr).await?;
-    let post = |body: String| format!("POST {endpoint} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let post =
+        |body: String| format!("POST {endpoint} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
     let mut sent = 0usize;
     let mut stalled = false;
     let mut buffer = vec![0u8; 4096];
@@ -171,7 +174,10 @@ async fn replies_never_read_over_streamable_http_stall_the_connection_in_both_er
     let mut head = vec![0u8; 4096];
     let n = tokio::time::timeout(WAIT, opening.read(&mut head)).await??;
     let head = String::from_utf8_lossy(&head[..n]).into_owned();
-    let session = head.lines().find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_owned())).with_context(|| format!("no session in {head}"))?;
+    let session = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_owned()))
+        .with_context(|| format!("no session in {head}"))?;
     let text = "h".repeat(16 * 1024);
     for era in ["2025-11-25", "2026-07-28"] {
         let baseline = Baseline::of(host.pid())?;
@@ -184,10 +190,17 @@ async fn replies_never_read_over_streamable_http_stall_the_connection_in_both_er
                 for id in 1..=CALLS {
                     let request = if era == "2025-11-25" {
                         let body = echo_line(id, &text);
-                        format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+                        format!(
+                            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
                     } else {
                         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "text_echo", "arguments": {"text": text}, "_meta": modern_meta(json!({}))}});
-                        modern_post("tools/call", &body).replace("Connection: close\r\n", "").replacen("Mcp-Method: tools/call\r\n", "Mcp-Method: tools/call\r\nMcp-Name: text_echo\r\n", 1)
+                        modern_post("tools/call", &body).replace("Connection: close\r\n", "").replacen(
+                            "Mcp-Method: tools/call\r\n",
+                            "Mcp-Method: tools/call\r\nMcp-Name: text_echo\r\n",
+                            1,
+                        )
                     };
                     stream.write_all(request.as_bytes()).await?;
                     written.store(id, Ordering::SeqCst);
@@ -278,14 +291,31 @@ async fn replay_logs_of_many_sessions_stay_within_the_memory_budget() -> Result<
         let session = opened.headers().get("mcp-session-id").context("a session id")?.to_str()?.to_owned();
         opened.bytes().await?;
         for id in 1..=16 {
-            let reply = tokio::time::timeout(WAIT, client.post(host.url("/mcp")).header("accept", "application/json, text/event-stream").header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").body(echo_line(id, &text)).send()).await??;
+            let reply = tokio::time::timeout(
+                WAIT,
+                client
+                    .post(host.url("/mcp"))
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-session-id", &session)
+                    .header("mcp-protocol-version", "2025-11-25")
+                    .body(echo_line(id, &text))
+                    .send(),
+            )
+            .await??;
             ensure!(reply.status() == 200, "session {n} call {id}: {}", reply.status());
             let body = tokio::time::timeout(WAIT, reply.text()).await??;
             ensure!(body.len() > text.len(), "session {n} call {id} was not answered in full: {}", &body[..body.len().min(400)]);
             let priming = body.lines().find_map(|l| l.strip_prefix("id:")).context("an event id")?.trim().to_owned();
             if first_stream.is_none() {
                 // Twin: with room to spare, the finished stream replays its reply.
-                let resumed = client.get(host.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").header("last-event-id", &priming).send().await?;
+                let resumed = client
+                    .get(host.url("/mcp"))
+                    .header("accept", "text/event-stream")
+                    .header("mcp-session-id", &session)
+                    .header("mcp-protocol-version", "2025-11-25")
+                    .header("last-event-id", &priming)
+                    .send()
+                    .await?;
                 ensure!(resumed.status() == 200, "resume: {}", resumed.status());
                 let replayed = tokio::time::timeout(WAIT, resumed.text()).await??;
                 ensure!(replayed.contains(&text), "the resumed stream replays the reply");
@@ -298,7 +328,14 @@ async fn replay_logs_of_many_sessions_stay_within_the_memory_budget() -> Result<
     }
     baseline.within("24 sessions of 16 replies of 1 MiB, all kept for replay were they allowed", 128 * MIB + 64 * MIB, 16)?;
     let (session, priming) = first_stream.context("a first stream")?;
-    let resumed = client.get(host.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").header("last-event-id", &priming).send().await?;
+    let resumed = client
+        .get(host.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &priming)
+        .send()
+        .await?;
     ensure!(resumed.status() == 400, "the early stream was given up under pressure: {}", resumed.status());
     let said = resumed.text().await?;
     ensure!(said.contains("gone"), "{said}");
@@ -355,9 +392,11 @@ async fn health_checks_answer_when_every_connection_slot_is_taken() -> Result<()
             held.push(socket);
         }
     }
-    let (status, _) = tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).await??;
+    let (status, _) =
+        tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).await??;
     ensure!(status == 200, "/healthz answered {status}");
-    let (status, _) = tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).await??;
+    let (status, _) =
+        tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).await??;
     ensure!(status == 200, "/readyz answered {status}");
     let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta(json!({}))}});
     let (status, body) = tokio::time::timeout(PROMPT, exchange(BYSTANDER, host.addr, &modern_post("server/discover", &discover))).await??;
@@ -383,7 +422,9 @@ async fn unfinished_bodies_are_dropped_at_their_deadline_and_their_memory_comes_
     let mut refused_at_once = 0;
     for _ in 0..24 {
         let mut stream = connect_from(ATTACKER, host.addr).await?;
-        let head = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {announced}\r\n\r\n");
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {announced}\r\n\r\n"
+        );
         stream.write_all(head.as_bytes()).await?;
         // A refusal comes at once, before the body; otherwise send all but the last byte.
         let mut first = [0u8; 12];
@@ -423,7 +464,9 @@ async fn unfinished_bodies_are_dropped_at_their_deadline_and_their_memory_comes_
         }
     })
     .await
-    .with_context(|| format!("RSS stayed above {} MiB (before: {} MiB, peak {} MiB)", (baseline.rss + baseline.rss / 5) >> 20, baseline.rss >> 20, peak >> 20))??;
+    .with_context(|| {
+        format!("RSS stayed above {} MiB (before: {} MiB, peak {} MiB)", (baseline.rss + baseline.rss / 5) >> 20, baseline.rss >> 20, peak >> 20)
+    })??;
     eprintln!("unfinished bodies: RSS {} MiB before, {} MiB at the peak, {} MiB after", baseline.rss >> 20, peak >> 20, back >> 20);
     // Twin: a whole body is served.
     let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta(json!({}))}});
@@ -587,7 +630,6 @@ async fn slow_heads_hold_only_their_senders_share() -> Result<()> {
     drop(slow);
     Ok(())
 }
-
 
 /// Streams have a lifetime: with `--max-stream-lifetime 1s` a `subscriptions/listen` stream
 /// nobody ends is told to close (its closing result, then the end of the stream), so a client

@@ -149,7 +149,11 @@ async fn adversarial_template_reads_answer_within_a_second_and_other_calls_go_on
     }
     host.send_line(&json!({"jsonrpc": "2.0", "id": 200, "method": "ping"}).to_string()).await.expect("send");
     expected.insert(200, "ping");
-    host.send_line(&json!({"jsonrpc": "2.0", "id": 201, "method": "tools/call", "params": {"name": "text_echo", "arguments": {"text": "answered"}}}).to_string()).await.expect("send");
+    host.send_line(
+        &json!({"jsonrpc": "2.0", "id": 201, "method": "tools/call", "params": {"name": "text_echo", "arguments": {"text": "answered"}}}).to_string(),
+    )
+    .await
+    .expect("send");
     expected.insert(201, "call");
     while !expected.is_empty() {
         let reply = host.recv().await.expect("a reply");

@@ -41,7 +41,9 @@ fn assert_answered_legacy(summary: &Value) {
 
 #[tokio::test]
 async fn python_streamable_http_in_every_mode() {
-    for (mode, version, answered) in [("legacy", "2025-11-25", None), ("2026-07-28", "2026-07-28", Some("Hello, Ada!")), ("auto", "2026-07-28", Some("Hello, Ada!"))] {
+    for (mode, version, answered) in
+        [("legacy", "2025-11-25", None), ("2026-07-28", "2026-07-28", Some("Hello, Ada!")), ("auto", "2026-07-28", Some("Hello, Ada!"))]
+    {
         let Some(summary) = run_client(PYTHON, "py/e2e_http.py", &[mode, "http"]).await else { return };
         assert_common(&summary);
         assert_eq!(summary["protocol_version"], version, "{mode}: {summary}");

@@ -4,12 +4,12 @@ use std::sync::{Arc, Mutex};
 
 use paddock_tests::{PluginDir, WAIT, conformance_plugins, paddock_bin, sample_wasm, test_cache_dir};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    GetPromptRequestParams, Implementation, ProtocolVersion, ReadResourceRequestParams,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
+    Implementation, ProtocolVersion, ReadResourceRequestParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::json;
 
 fn transport(plugins: &PluginDir) -> TokioChildProcess {
@@ -51,8 +51,7 @@ async fn rmcp_client_legacy_session() {
 async fn rmcp_client_2026_07_28_stateless() {
     let plugins = PluginDir::new().add("text", &sample_wasm("text"));
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    let client =
-        tokio::time::timeout(WAIT, ().serve_with_lifecycle(transport(&plugins), lifecycle)).await.expect("in time").expect("discover");
+    let client = tokio::time::timeout(WAIT, ().serve_with_lifecycle(transport(&plugins), lifecycle)).await.expect("in time").expect("discover");
     assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2026_07_28);
     tokio::time::timeout(WAIT, exercise(&client)).await.expect("in time");
     client.cancel().await.expect("close");
@@ -91,8 +90,7 @@ async fn rmcp_client_completes_an_input_required_round_trip_in_2026_07_28() {
     let plugins = conformance_plugins();
     let handler = AnswersForms::default();
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    let client =
-        tokio::time::timeout(WAIT, handler.clone().serve_with_lifecycle(transport(&plugins), lifecycle)).await.expect("in time").expect("discover");
+    let client = tokio::time::timeout(WAIT, handler.clone().serve_with_lifecycle(transport(&plugins), lifecycle)).await.expect("in time").expect("discover");
     assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2026_07_28);
 
     // One round by hand: the server answers `input_required` with the plugin's own key and a sealed state.
@@ -150,8 +148,7 @@ async fn rmcp_client_over_streamable_http_in_2026_07_28_completes_an_input_round
     let host = paddock_tests::http::HttpHost::start(plugins.path(), &[]).await.expect("serve");
     let handler = AnswersForms::default();
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    let client =
-        tokio::time::timeout(WAIT, handler.clone().serve_with_lifecycle(http_transport(&host), lifecycle)).await.expect("in time").expect("discover");
+    let client = tokio::time::timeout(WAIT, handler.clone().serve_with_lifecycle(http_transport(&host), lifecycle)).await.expect("in time").expect("discover");
     assert_eq!(client.peer_info().expect("server info").protocol_version, ProtocolVersion::V_2026_07_28);
     tokio::time::timeout(WAIT, exercise_conformance(&client)).await.expect("in time");
     let done = tokio::time::timeout(WAIT, client.call_tool(CallToolRequestParams::new("test_input_required_result_elicitation")))

@@ -105,7 +105,8 @@ async fn a_client_that_cannot_ask_its_user_must_say_so_in_the_call() {
     assert!(first_text(&refused).contains("call again with `overwrite: true`"), "{refused}");
     assert_eq!(contents(&s, "notes.txt").as_deref(), Some("keep me"));
 
-    let forced = call_2026(&mut s.host, "files_write_file", json!({"path": "/data/notes.txt", "content": "x", "overwrite": true}), cannot_ask.clone(), None).await;
+    let forced =
+        call_2026(&mut s.host, "files_write_file", json!({"path": "/data/notes.txt", "content": "x", "overwrite": true}), cannot_ask.clone(), None).await;
     assert_eq!(first_text(&forced), "wrote 1 bytes to /data/notes.txt", "{forced}");
     let deleted = call_2026(&mut s.host, "files_delete_file", json!({"path": "/data/notes.txt", "confirm": true}), cannot_ask, None).await;
     assert_eq!(first_text(&deleted), "deleted /data/notes.txt", "{deleted}");

@@ -65,7 +65,12 @@ fn scenario_name(folder: &str) -> String {
     let name = folder.trim_start_matches("server-");
     let bytes = name.as_bytes();
     let stamp = (0..bytes.len()).find(|&i| {
-        bytes.len() > i + 11 && bytes[i] == b'-' && bytes[i + 1..i + 5].iter().all(u8::is_ascii_digit) && bytes[i + 5] == b'-' && bytes[i + 8] == b'-' && bytes[i + 11] == b'T'
+        bytes.len() > i + 11
+            && bytes[i] == b'-'
+            && bytes[i + 1..i + 5].iter().all(u8::is_ascii_digit)
+            && bytes[i + 5] == b'-'
+            && bytes[i + 8] == b'-'
+            && bytes[i + 11] == b'T'
     });
     name[..stamp.unwrap_or(name.len())].to_owned()
 }

@@ -125,12 +125,8 @@ async fn fetch_follows_redirects_only_within_its_grant() {
     let outside = http_server("this must never be read").await;
     let to_inside = redirect_server(format!("http://127.0.0.1:{}/next", inside.port())).await;
     let to_outside = redirect_server(format!("http://127.0.0.1:{}/", outside.port())).await;
-    let grant = format!(
-        "network = [\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]\n",
-        inside.port(),
-        to_inside.port(),
-        to_outside.port()
-    );
+    let grant =
+        format!("network = [\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]\n", inside.port(), to_inside.port(), to_outside.port());
     let plugins = PluginDir::new().add("fetch", &sample_wasm("fetch")).write("fetch.toml", grant);
     let mut host = StdioHost::start(plugins.path(), &[]).expect("start");
     host.initialize("2025-11-25").await.expect("initialize");

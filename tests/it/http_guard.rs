@@ -1,7 +1,6 @@
 //! What stands in front of every HTTP endpoint, on the real binary: Host and Origin checks
 //! (DNS rebinding), bearer tokens, size and connection limits, and graceful shutdown.
 
-
 use anyhow::{Context, Result};
 use paddock_tests::http::{EventReader, HttpHost, modern_meta};
 use paddock_tests::{PluginDir, WAIT, conformance_plugins, run_paddock};
@@ -155,16 +154,33 @@ async fn a_public_address_without_a_token_does_not_start() -> Result<()> {
     assert_eq!(code, 2);
     assert!(stderr.contains("needs a bearer token") && stderr.contains("--token-file"), "{stderr}");
     let short = PluginDir::new().write("token", "short\n");
-    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--token-file", short.path().join("token").to_str().unwrap_or_default()]).await?;
+    let (code, _, stderr) = run_paddock(&[
+        "serve",
+        plugins.path().to_str().unwrap_or_default(),
+        "--http",
+        "127.0.0.1:0",
+        "--token-file",
+        short.path().join("token").to_str().unwrap_or_default(),
+    ])
+    .await?;
     assert_eq!(code, 2);
     assert!(stderr.contains("shorter than"), "{stderr}");
     // Random bytes are not a token: said once, with a recipe that makes one.
     let binary = PluginDir::new().write("token", [0x9f, 0x92, 0x96, 0x00, 0xff, 0x10, 0x80, 0x81, 0xc3, 0x28, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06]);
-    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--token-file", binary.path().join("token").to_str().unwrap_or_default()]).await?;
+    let (code, _, stderr) = run_paddock(&[
+        "serve",
+        plugins.path().to_str().unwrap_or_default(),
+        "--http",
+        "127.0.0.1:0",
+        "--token-file",
+        binary.path().join("token").to_str().unwrap_or_default(),
+    ])
+    .await?;
     assert_eq!(code, 2);
     assert_eq!(stderr.matches("valid UTF-8").count(), 1, "{stderr}");
     assert!(stderr.contains("openssl rand -hex 32"), "{stderr}");
-    let (code, _, stderr) = run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--allow-host", "[::1]evil.example.com"]).await?;
+    let (code, _, stderr) =
+        run_paddock(&["serve", plugins.path().to_str().unwrap_or_default(), "--http", "127.0.0.1:0", "--allow-host", "[::1]evil.example.com"]).await?;
     assert_eq!(code, 2);
     assert!(stderr.contains("--allow-host `[::1]evil.example.com` is not a host"), "{stderr}");
     Ok(())
@@ -213,7 +229,9 @@ async fn oversized_bodies_and_heads_are_refused_and_connections_are_capped() -> 
     assert_eq!(health.status(), 200, "health checks answer while every slot is taken");
     let ready = tokio::time::timeout(WAIT, reqwest::get(host.url("/readyz"))).await??;
     assert_eq!(ready.status(), 200);
-    let refused = tokio::time::timeout(WAIT, reqwest::Client::new().post(host.url("/mcp")).header("accept", "application/json, text/event-stream").body("{}").send()).await??;
+    let refused =
+        tokio::time::timeout(WAIT, reqwest::Client::new().post(host.url("/mcp")).header("accept", "application/json, text/event-stream").body("{}").send())
+            .await??;
     assert_eq!(refused.status(), 503, "an MCP request on a health-check connection is refused at once");
     first.shutdown().await?;
     let _ = tokio::time::timeout(WAIT, first.read_to_end(&mut Vec::new())).await?;

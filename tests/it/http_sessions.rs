@@ -85,7 +85,8 @@ async fn a_session_is_opened_used_and_deleted_with_the_statuses_the_spec_names()
 
     // A client that takes only JSON gets JSON.
     let ping = session.request("ping", json!({}));
-    let response = session.client.post(&session.url).header("accept", "application/json").header("mcp-session-id", &session.id).body(ping.to_string()).send().await?;
+    let response =
+        session.client.post(&session.url).header("accept", "application/json").header("mcp-session-id", &session.id).body(ping.to_string()).send().await?;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     let reply: Value = serde_json::from_str(&response.text().await?)?;
@@ -94,7 +95,14 @@ async fn a_session_is_opened_used_and_deleted_with_the_statuses_the_spec_names()
     // Requests without a session, with an unknown one, or with a bad version header.
     let no_session = session.client.post(&session.url).header("accept", ACCEPT_BOTH).body(session.request("tools/list", json!({})).to_string()).send().await?;
     assert_eq!(no_session.status(), 400);
-    let unknown = session.client.post(&session.url).header("accept", ACCEPT_BOTH).header("mcp-session-id", "0".repeat(32)).body(session.request("tools/list", json!({})).to_string()).send().await?;
+    let unknown = session
+        .client
+        .post(&session.url)
+        .header("accept", ACCEPT_BOTH)
+        .header("mcp-session-id", "0".repeat(32))
+        .body(session.request("tools/list", json!({})).to_string())
+        .send()
+        .await?;
     assert_eq!(unknown.status(), 404);
     let bad_version = session
         .client
@@ -110,7 +118,14 @@ async fn a_session_is_opened_used_and_deleted_with_the_statuses_the_spec_names()
     assert_eq!(not_json.status(), 400);
     let parse_error: Value = serde_json::from_str(&not_json.text().await?)?;
     assert_eq!(parse_error["error"]["code"], -32700);
-    let html_only = session.client.post(&session.url).header("accept", "text/html").header("mcp-session-id", &session.id).body(session.request("ping", json!({})).to_string()).send().await?;
+    let html_only = session
+        .client
+        .post(&session.url)
+        .header("accept", "text/html")
+        .header("mcp-session-id", &session.id)
+        .body(session.request("ping", json!({})).to_string())
+        .send()
+        .await?;
     assert_eq!(html_only.status(), 406);
     let wrong_type = session
         .client

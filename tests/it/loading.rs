@@ -93,6 +93,7 @@ async fn a_long_cold_compile_shows_progress_and_compiles_each_content_once() {
     // 16 distinct components take well over a second to compile on any machine this runs on.
     assert!(stderr.contains("compiling plugins: "), "no progress on stderr:\n{stderr}");
     assert!(stderr.contains("plugins compiled") && stderr.contains("components=16") && stderr.contains("plugins=18"), "{stderr}");
-    let artifacts = std::fs::read_dir(cache.path()).expect("cache").filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count();
+    let artifacts =
+        std::fs::read_dir(cache.path()).expect("cache").filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count();
     assert_eq!(artifacts, 16);
 }

@@ -1,11 +1,11 @@
 //! End-to-end tests: the real `paddock` binary with real plugins and real MCP clients.
 
 mod catalogs; // hostile catalogs, results and resource templates next to a good plugin
+mod cli; // the command line: inspect, call, errors and exit codes
 mod clients_http; // every client over every network transport it speaks: Python, TypeScript, Inspector CLI
 mod clients_python; // the official Python SDK client (`mcp` 2.3.0) in both eras
 mod clients_rmcp; // the official Rust SDK client (`rmcp` 3.9) in both eras, over stdio and Streamable HTTP
 mod clients_ts; // the official TypeScript SDK client (1.32.2, on Node 22) in a legacy session
-mod cli; // the command line: inspect, call, errors and exit codes
 mod confirmations; // the files sample asking its user before it replaces or deletes a file
 mod conformance; // the conformance plugin lists every fixture the suite names, under its own names
 mod conformance_suite; // the official conformance suite against `paddock serve --http`, both requirement sets

@@ -65,7 +65,8 @@ async fn eof_ends_the_process_even_when_stdout_is_not_drained() {
     host.initialize("2025-11-25").await.expect("initialize");
     // 100 results of 1 MiB each, and nobody reads them: the writer blocks on a full pipe.
     for id in 0..100 {
-        let call = json!({"jsonrpc": "2.0", "id": 1000 + id, "method": "tools/call", "params": {"name": "fixture_big_output", "arguments": {"bytes": 1_000_000}}});
+        let call =
+            json!({"jsonrpc": "2.0", "id": 1000 + id, "method": "tools/call", "params": {"name": "fixture_big_output", "arguments": {"bytes": 1_000_000}}});
         host.send_line(&call.to_string()).await.expect("send");
     }
     let started = std::time::Instant::now();
@@ -107,12 +108,8 @@ async fn plugin_text_cannot_forge_log_records_or_reach_the_terminal() {
 #[tokio::test]
 async fn json_logs_record_refusals_with_the_plugin_named() {
     let log = stderr_of("fixture_big_output", json!({"bytes": 10_000}), "warn", &["--log-format", "json"], "limits = { output = \"1KiB\" }\n").await;
-    let records: Vec<serde_json::Value> =
-        log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l:?}"))).collect();
-    let refusal = records
-        .iter()
-        .find(|r| r["kind"] == "output")
-        .unwrap_or_else(|| panic!("no output refusal among {records:#?}"));
+    let records: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l:?}"))).collect();
+    let refusal = records.iter().find(|r| r["kind"] == "output").unwrap_or_else(|| panic!("no output refusal among {records:#?}"));
     assert_eq!(refusal["plugin"], "fixture");
     assert_eq!(refusal["operation"], "big_output");
     assert_eq!(refusal["level"], "WARN");
@@ -123,12 +120,8 @@ async fn json_logs_record_a_file_refusal_with_the_plugin_named() {
     let data = tempfile::tempdir().expect("data dir");
     let grant = format!("files = [{{ host = {:?}, guest = \"/data\", mode = \"rw\" }}]\n", data.path());
     let log = stderr_of("fixture_read", json!({"path": "/data/../../etc/passwd"}), "warn", &["--log-format", "json"], &grant).await;
-    let records: Vec<serde_json::Value> =
-        log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l:?}"))).collect();
-    let refusal = records
-        .iter()
-        .find(|r| r["kind"] == "file")
-        .unwrap_or_else(|| panic!("no file refusal among {records:#?}"));
+    let records: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l:?}"))).collect();
+    let refusal = records.iter().find(|r| r["kind"] == "file").unwrap_or_else(|| panic!("no file refusal among {records:#?}"));
     assert_eq!(refusal["plugin"], "fixture");
     assert_eq!(refusal["operation"], "read");
     assert_eq!(refusal["attempt"], "open-at /data/../../etc/passwd");

@@ -29,7 +29,9 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 fn every_rust_file_starts_with_a_module_doc() {
     let root = repo_root();
     let mut missing = Vec::new();
-    for dir in ["host", "tests/src", "tests/it", "tests/escape", "tests/plugins", "guest-sdk/src", "guest-sdk/macros", "guest-sdk/uri-template", "sample-plugins"] {
+    for dir in
+        ["host", "tests/src", "tests/it", "tests/escape", "tests/plugins", "guest-sdk/src", "guest-sdk/macros", "guest-sdk/uri-template", "sample-plugins"]
+    {
         if !root.join(dir).exists() {
             continue;
         }

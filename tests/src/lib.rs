@@ -141,11 +141,7 @@ pub async fn run_paddock(args: &[&str]) -> Result<(i32, String, String)> {
         .spawn()
         .context("spawn paddock")?;
     let out = tokio::time::timeout(WAIT, child.wait_with_output()).await.context("paddock did not finish in time")??;
-    Ok((
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
+    Ok((out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned()))
 }
 
 /// `paddock serve DIR` over stdio, driven line by line.
@@ -217,10 +213,7 @@ impl StdioHost {
 
     /// Reads the next line from stdout; it must be one JSON value.
     pub async fn recv(&mut self) -> Result<Value> {
-        let line = tokio::time::timeout(WAIT, self.stdout.next_line())
-            .await
-            .context("no message from paddock in time")??
-            .context("paddock closed stdout")?;
+        let line = tokio::time::timeout(WAIT, self.stdout.next_line()).await.context("no message from paddock in time")??.context("paddock closed stdout")?;
         serde_json::from_str(&line).with_context(|| format!("stdout line is not JSON: {line:?}"))
     }
 
@@ -244,10 +237,7 @@ impl StdioHost {
     /// Performs the legacy handshake at `version`.
     pub async fn initialize(&mut self, version: &str) -> Result<Value> {
         let reply = self
-            .request(
-                "initialize",
-                serde_json::json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}}),
-            )
+            .request("initialize", serde_json::json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}}))
             .await?;
         self.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await?;
         Ok(reply)

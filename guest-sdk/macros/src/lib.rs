@@ -260,7 +260,10 @@ fn integer(lit: &syn::Lit, key: &str) -> syn::Result<u64> {
 fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tokens> {
     let sig = &function.sig;
     if let Some(asyncness) = &sig.asyncness {
-        return Err(syn::Error::new_spanned(asyncness, format!("{} functions cannot be async: plugin calls are synchronous, write a plain `fn`", kind.attribute())));
+        return Err(syn::Error::new_spanned(
+            asyncness,
+            format!("{} functions cannot be async: plugin calls are synchronous, write a plain `fn`", kind.attribute()),
+        ));
     }
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new_spanned(&sig.generics, format!("{} functions cannot be generic", kind.attribute())));
@@ -284,7 +287,9 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
             let what = match kind {
                 Kind::Template => "`vars: paddock_sdk::UriVars`, then optionally `cx: &paddock_sdk::Request`",
                 Kind::Resource => "no arguments, or only `cx: &paddock_sdk::Request`",
-                _ => "at most one argument struct (put every parameter in one struct that derives `Deserialize` and `JsonSchema`), then optionally `cx: &paddock_sdk::Request`",
+                _ => {
+                    "at most one argument struct (put every parameter in one struct that derives `Deserialize` and `JsonSchema`), then optionally `cx: &paddock_sdk::Request`"
+                }
             };
             return Err(syn::Error::new_spanned(typed, format!("{} functions take {what}", kind.attribute())));
         }
@@ -298,7 +303,10 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
         return Err(syn::Error::new_spanned(&sig.ident, "#[resource_template] functions take one argument, `vars: paddock_sdk::UriVars`"));
     }
     if let ReturnType::Default = sig.output {
-        return Err(syn::Error::new_spanned(&sig.ident, format!("{} functions must return a value (for example `String` or `Result<String, String>`)", kind.attribute())));
+        return Err(syn::Error::new_spanned(
+            &sig.ident,
+            format!("{} functions must return a value (for example `String` or `Result<String, String>`)", kind.attribute()),
+        ));
     }
 
     let fn_name = &sig.ident;

@@ -305,7 +305,10 @@ fn described() -> Registry {
         cache: Some(CacheHint::private(1_000)),
     };
     r.resource(ResourceDef::new(resource, status));
-    r.template(ResourceDef::template(ResourceMeta { uri: "test://page/{n}", name: "page", size: None, cache: None, audience: None, priority: None, ..resource }, page));
+    r.template(ResourceDef::template(
+        ResourceMeta { uri: "test://page/{n}", name: "page", size: None, cache: None, audience: None, priority: None, ..resource },
+        page,
+    ));
     let prompt = PromptMeta { name: "review", title: Some("Review"), description: Some("Reviews code"), icons: &[GEAR], meta: Some(r#"{"p":1}"#) };
     r.prompt(PromptDef::new::<Review, _>(prompt, review));
     r.completion(complete_city);
@@ -418,7 +421,19 @@ fn all_vars(vars: UriVars) -> String {
 fn a_read_the_host_routes_to_a_template_is_served_by_it() {
     // Both were routed to the plugin by the host and then not found by the SDK.
     let mut r = Registry::new("t", "1");
-    let meta = |uri| ResourceMeta { uri, name: "t", title: None, description: None, mime_type: None, size: None, icons: &[], audience: None, priority: None, meta: None, cache: None };
+    let meta = |uri| ResourceMeta {
+        uri,
+        name: "t",
+        title: None,
+        description: None,
+        mime_type: None,
+        size: None,
+        icons: &[],
+        audience: None,
+        priority: None,
+        meta: None,
+        cache: None,
+    };
     r.template(ResourceDef::template(meta("t://{a*}{b*}{c*}{d*}!"), all_vars));
     r.template(ResourceDef::template(meta("f://doc{#section}"), all_vars));
     let read = |uri: &str| match r.read_resource(context(vec![]), uri) {

@@ -84,12 +84,8 @@ fn over_the_caps_nothing_matches() {
 /// A template of literal text (braces only closing ones: an opening one is the crate's own
 /// test) and distinctly named variables of every kind.
 fn template() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![
-        "[ab:/?#é!}-]{1,3}",
-        prop::sample::select(vec!["{\u{0}}", "{+\u{0}}", "{#\u{0}}", "{\u{0}*}"]).prop_map(str::to_owned),
-    ];
-    prop::collection::vec(piece, 0..7)
-        .prop_map(|pieces| pieces.iter().enumerate().map(|(i, text)| text.replace('\u{0}', &format!("v{i}"))).collect())
+    let piece = prop_oneof!["[ab:/?#é!}-]{1,3}", prop::sample::select(vec!["{\u{0}}", "{+\u{0}}", "{#\u{0}}", "{\u{0}*}"]).prop_map(str::to_owned),];
+    prop::collection::vec(piece, 0..7).prop_map(|pieces| pieces.iter().enumerate().map(|(i, text)| text.replace('\u{0}', &format!("v{i}"))).collect())
 }
 
 /// A URI for `template`: an expansion (values of the right kind), the same with one character
@@ -110,9 +106,7 @@ fn uri_for(template: &str) -> BoxedStrategy<(String, bool)> {
             Err(false) => "[ab{}:é!-]{1,4}".boxed(),
         })
         .collect();
-    let expansion = values.prop_map(move |values| {
-        parts.iter().zip(values).map(|(part, value)| part.clone().unwrap_or(value)).collect::<String>()
-    });
+    let expansion = values.prop_map(move |values| parts.iter().zip(values).map(|(part, value)| part.clone().unwrap_or(value)).collect::<String>());
     prop_oneof![
         3 => expansion.clone().prop_map(|uri| (uri, true)),
         1 => (expansion.clone(), any::<prop::sample::Index>()).prop_map(|(uri, at)| {

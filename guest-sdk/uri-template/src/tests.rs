@@ -64,9 +64,7 @@ mod reference {
     fn match_parts(parts: &[Part], input: &str, values: &mut Vec<String>) -> bool {
         match parts.split_first() {
             None => input.is_empty(),
-            Some((Part::Literal(lit), rest)) => {
-                input.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail, values))
-            }
+            Some((Part::Literal(lit), rest)) => input.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail, values)),
             Some((Part::Var { greedy }, rest)) => {
                 let stop = if *greedy { input.len() } else { input.find(['/', '?', '#']).unwrap_or(input.len()) };
                 (1..=stop).rev().filter(|&n| input.is_char_boundary(n)).any(|n| {
@@ -182,21 +180,13 @@ fn templates_over_the_caps_are_refused() {
     let at_cap = format!("a://{}!", "{v}".repeat(MAX_TEMPLATE_VARIABLES));
     assert!(UriTemplate::compile(&at_cap).is_ok());
     let over = format!("a://{}!", "{v}".repeat(MAX_TEMPLATE_VARIABLES + 1));
-    assert_eq!(
-        UriTemplate::compile(&over).expect_err("too many variables"),
-        TemplateError::TooManyVariables { count: 33, max: 32 }
-    );
+    assert_eq!(UriTemplate::compile(&over).expect_err("too many variables"), TemplateError::TooManyVariables { count: 33, max: 32 });
     assert_eq!(bindings(&over, &format!("a://{}!", "x".repeat(33))), None);
     let longest = format!("x://{}", "y".repeat(MAX_TEMPLATE_BYTES - 4));
     assert!(compiled(&longest).matches(&longest));
     let too_long = format!("{longest}z");
-    assert_eq!(
-        UriTemplate::compile(&too_long).expect_err("too long"),
-        TemplateError::TooLong { len: 1025, max: 1024 }
-    );
-    assert!(
-        TemplateError::TooManyVariables { count: 33, max: 32 }.to_string().contains("33 variables; at most 32")
-    );
+    assert_eq!(UriTemplate::compile(&too_long).expect_err("too long"), TemplateError::TooLong { len: 1025, max: 1024 });
+    assert!(TemplateError::TooManyVariables { count: 33, max: 32 }.to_string().contains("33 variables; at most 32"));
     assert_eq!(TemplateError::TooLong { len: 1025, max: 1024 }.to_string(), "is 1025 bytes long; at most 1024 are allowed");
 }
 
@@ -268,10 +258,7 @@ enum Piece {
 }
 
 fn piece() -> impl Strategy<Value = Piece> {
-    prop_oneof![
-        "[ab:/?#é!}-]{1,3}".prop_map(Piece::Literal),
-        prop::sample::select(vec!["{v}", "{+v}", "{#v}", "{v*}", "{}"]).prop_map(Piece::Var),
-    ]
+    prop_oneof!["[ab:/?#é!}-]{1,3}".prop_map(Piece::Literal), prop::sample::select(vec!["{v}", "{+v}", "{#v}", "{v*}", "{}"]).prop_map(Piece::Var),]
 }
 
 /// A value for a variable: one or more characters, without `/`, `?` and `#` unless reserved.
@@ -284,7 +271,13 @@ fn is_greedy(var: &str) -> bool {
 }
 
 fn template_of(pieces: &[Piece]) -> String {
-    pieces.iter().map(|p| match p { Piece::Literal(l) => l.as_str(), Piece::Var(v) => v }).collect()
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Literal(l) => l.as_str(),
+            Piece::Var(v) => v,
+        })
+        .collect()
 }
 
 /// What the host and the SDK each make of `uri`: the host's yes or no must be the reference's,

@@ -16,20 +16,11 @@ use crate::policy::{Grant, SecretGrant, SecretSource, parse_exact_target};
 
 /// Headers a secret may not set: they shape the connection or the message, not the request's
 /// credentials.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "connection",
-    "content-length",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "keep-alive",
-    "proxy-connection",
-    "expect",
-];
+const RESERVED_HEADERS: &[&str] =
+    &["host", "connection", "content-length", "transfer-encoding", "te", "trailer", "upgrade", "keep-alive", "proxy-connection", "expect"];
 
-const EXAMPLE: &str = "write `secrets = [{ target = \"https://api.example.com\", header = \"Authorization\", from_env = \"API_TOKEN\", prefix = \"Bearer \" }]`";
+const EXAMPLE: &str =
+    "write `secrets = [{ target = \"https://api.example.com\", header = \"Authorization\", from_env = \"API_TOKEN\", prefix = \"Bearer \" }]`";
 
 /// Applies `secrets` to `grant`; `grant.network` must already hold the plugin's network key
 /// (keys are applied in name order, and `network` sorts before `secrets`).
@@ -51,11 +42,7 @@ pub(super) fn secrets(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Va
         let prefix = table.remove("prefix");
         let allow_http = table.remove("allow_http");
         for (unknown, _) in table {
-            cx.error(
-                &format!("{at}.{unknown}"),
-                "unknown key",
-                "use only target, header, from_env or from_file, prefix and allow_http",
-            );
+            cx.error(&format!("{at}.{unknown}"), "unknown key", "use only target, header, from_env or from_file, prefix and allow_http");
         }
         let allow_http = match allow_http {
             None => false,

@@ -193,11 +193,8 @@ mod properties {
             "\"[ -~]{0,12}\"",
             "[0-9]{1,6}",
         ];
-        let key = prop_oneof![
-            Just("files"), Just("env"), Just("network"), Just("secrets"), Just("limits"), Just("expose"), Just("bogus")
-        ];
-        proptest::collection::vec((key, value), 0..6)
-            .prop_map(|pairs| pairs.into_iter().map(|(k, v)| format!("{k} = {v}\n")).collect())
+        let key = prop_oneof![Just("files"), Just("env"), Just("network"), Just("secrets"), Just("limits"), Just("expose"), Just("bogus")];
+        proptest::collection::vec((key, value), 0..6).prop_map(|pairs| pairs.into_iter().map(|(k, v)| format!("{k} = {v}\n")).collect())
     }
 
     proptest! {

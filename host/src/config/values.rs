@@ -45,11 +45,7 @@ pub(super) fn apply(cx: &mut Ctx<'_>, grant: &mut Grant, key: &str, path: &str, 
 
 fn files(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
     let Value::Array(entries) = value else {
-        return cx.error(
-            path,
-            "must be an array of tables",
-            "write `files = [{ host = \"./data\", guest = \"/data\", mode = \"ro\" }]`",
-        );
+        return cx.error(path, "must be an array of tables", "write `files = [{ host = \"./data\", guest = \"/data\", mode = \"ro\" }]`");
     };
     let base = cx.file.parent().unwrap_or(Path::new(".")).to_path_buf();
     for (i, entry) in entries.into_iter().enumerate() {
@@ -70,11 +66,7 @@ fn files(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
                 match joined.canonicalize() {
                     Ok(dir) if dir.is_dir() => Some(dir),
                     Ok(_) => {
-                        cx.error(
-                            &format!("{at}.host"),
-                            format!("`{h}` is not a directory"),
-                            "grant a directory, not a file",
-                        );
+                        cx.error(&format!("{at}.host"), format!("`{h}` is not a directory"), "grant a directory, not a file");
                         None
                     }
                     Err(err) => {
@@ -88,19 +80,11 @@ fn files(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
                 }
             }
             Some(_) => {
-                cx.error(
-                    &format!("{at}.host"),
-                    "must be a string",
-                    "write a directory path, for example `host = \"./data\"`",
-                );
+                cx.error(&format!("{at}.host"), "must be a string", "write a directory path, for example `host = \"./data\"`");
                 None
             }
             None => {
-                cx.error(
-                    &format!("{at}.host"),
-                    "is missing",
-                    "add the host directory, for example `host = \"./data\"`",
-                );
+                cx.error(&format!("{at}.host"), "is missing", "add the host directory, for example `host = \"./data\"`");
                 None
             }
         };
@@ -129,21 +113,13 @@ fn files(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
             Some(Some("rw")) => Some(FsMode::ReadWrite),
             Some(other) => {
                 let shown = other.map(str::to_owned).unwrap_or_else(|| mode.map(|m| m.to_string()).unwrap_or_default());
-                cx.error(
-                    &format!("{at}.mode"),
-                    format!("`{shown}` is not a mode"),
-                    "write `mode = \"ro\"` (read-only) or `mode = \"rw\"` (read-write)",
-                );
+                cx.error(&format!("{at}.mode"), format!("`{shown}` is not a mode"), "write `mode = \"ro\"` (read-only) or `mode = \"rw\"` (read-write)");
                 None
             }
         };
         if let (Some(host), Some(guest), Some(mode)) = (host, guest, mode) {
             if grant.files.iter().any(|f| f.guest == guest) {
-                cx.error(
-                    &format!("{at}.guest"),
-                    format!("`{guest}` is granted twice"),
-                    "give each directory its own guest path",
-                );
+                cx.error(&format!("{at}.guest"), format!("`{guest}` is granted twice"), "give each directory its own guest path");
                 continue;
             }
             grant.files.push(FsGrant { host, guest, mode });
@@ -205,30 +181,19 @@ fn limits(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
         match key.as_str() {
             "memory" => match parse_size(&value) {
                 Some(n) if (1 << 20..=4 << 30).contains(&n) => grant.limits.memory = n,
-                _ => cx.error(
-                    &at,
-                    format!("`{value}` is not a size from 1MiB to 4GiB"),
-                    "write a size such as \"64MiB\"",
-                ),
+                _ => cx.error(&at, format!("`{value}` is not a size from 1MiB to 4GiB"), "write a size such as \"64MiB\""),
             },
             "output" => match parse_size(&value) {
                 Some(n) if (1 << 10..=Limits::MAX_OUTPUT).contains(&n) => grant.limits.output = n,
                 _ => cx.error(
                     &at,
-                    format!(
-                        "`{value}` is not a size from 1KiB to {}MiB (the largest result a plugin may return)",
-                        Limits::MAX_OUTPUT >> 20
-                    ),
+                    format!("`{value}` is not a size from 1KiB to {}MiB (the largest result a plugin may return)", Limits::MAX_OUTPUT >> 20),
                     "write a size such as \"1MiB\"",
                 ),
             },
             "timeout" => match value.as_str().and_then(parse_duration) {
                 Some(d) if d >= Duration::from_millis(10) && d <= Duration::from_secs(3600) => grant.limits.timeout = d,
-                _ => cx.error(
-                    &at,
-                    format!("`{value}` is not a duration from 10ms to 1h"),
-                    "write a duration such as \"10s\" or \"500ms\"",
-                ),
+                _ => cx.error(&at, format!("`{value}` is not a duration from 10ms to 1h"), "write a duration such as \"10s\" or \"500ms\""),
             },
             "descriptors" => match value.as_integer() {
                 Some(n) if (16..=65_536).contains(&n) => grant.limits.descriptors = n as u64,
@@ -250,16 +215,10 @@ fn expose(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
     for (key, value) in table {
         let at = format!("{path}.{key}");
         match (key.as_str(), value) {
-            ("prefix", Value::String(p))
-                if p.len() <= 48 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
-            {
+            ("prefix", Value::String(p)) if p.len() <= 48 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') => {
                 grant.expose_prefix = Some(p);
             }
-            ("prefix", other) => cx.error(
-                &at,
-                format!("`{other}` is not a valid prefix"),
-                "use up to 48 of a-z A-Z 0-9 _ -, or \"\" for no prefix",
-            ),
+            ("prefix", other) => cx.error(&at, format!("`{other}` is not a valid prefix"), "use up to 48 of a-z A-Z 0-9 _ -, or \"\" for no prefix"),
             _ => cx.error(&at, "unknown key", "use `prefix`"),
         }
     }

@@ -76,10 +76,7 @@ mod tests {
     fn an_empty_elicitation_object_declares_form_mode_only() {
         let declared = object(json!({"elicitation": {}}));
         assert_eq!(missing_capabilities(&declared, &object(json!({"elicitation": {"form": {}}}))), None);
-        assert_eq!(
-            missing_capabilities(&declared, &object(json!({"elicitation": {"url": {}}}))),
-            Some(object(json!({"elicitation": {"url": {}}})))
-        );
+        assert_eq!(missing_capabilities(&declared, &object(json!({"elicitation": {"url": {}}}))), Some(object(json!({"elicitation": {"url": {}}}))));
         let both = object(json!({"elicitation": {"url": {}}}));
         assert_eq!(missing_capabilities(&both, &object(json!({"elicitation": {"url": {}}}))), None);
         assert!(missing_capabilities(&both, &object(json!({"elicitation": {"form": {}}}))).is_some(), "url only is not form");

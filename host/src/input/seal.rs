@@ -53,7 +53,9 @@ pub enum StateKeyError {
     // print it twice.
     #[error("cannot read the state key file {path}: {error}")]
     Read { path: String, error: std::io::Error },
-    #[error("the state key file {path} holds {len} bytes; it needs at least {MIN_KEY_FILE} random bytes (for example `(umask 077; head -c 32 /dev/urandom > {path})`)")]
+    #[error(
+        "the state key file {path} holds {len} bytes; it needs at least {MIN_KEY_FILE} random bytes (for example `(umask 077; head -c 32 /dev/urandom > {path})`)"
+    )]
     TooShort { path: String, len: usize },
     #[error("the state key file {path} can be written by other users (mode {mode:o}); make it `chmod 600`")]
     Writable { path: String, mode: u32 },
@@ -73,7 +75,9 @@ pub enum SealError {
 /// A round the host will not seal: it would not open again (longer than `MAX_SEALED_STATE`
 /// once sealed, or a plugin state over `MAX_PLUGIN_STATE`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the input round is too large to carry in `requestState`: {bytes} bytes sealed, at most {MAX_SEALED_STATE} (plugin state at most {MAX_PLUGIN_STATE} bytes)")]
+#[error(
+    "the input round is too large to carry in `requestState`: {bytes} bytes sealed, at most {MAX_SEALED_STATE} (plugin state at most {MAX_PLUGIN_STATE} bytes)"
+)]
 pub struct TooLarge {
     /// How long the sealed state would have been.
     pub bytes: usize,
@@ -153,16 +157,8 @@ impl StateKey {
     }
 
     fn seal_at(&self, binding: &Binding<'_>, round: &Round, expires_at: u64) -> Result<String, TooLarge> {
-        let requests: Vec<Value> = round
-            .requests
-            .iter()
-            .map(|r| json!({"key": r.key, "method": method_tag(r.method), "params": r.params}))
-            .collect();
-        let answered: Vec<Value> = round
-            .answered
-            .iter()
-            .map(|r| json!({"key": r.key, "method": method_tag(r.method), "result": r.result}))
-            .collect();
+        let requests: Vec<Value> = round.requests.iter().map(|r| json!({"key": r.key, "method": method_tag(r.method), "params": r.params})).collect();
+        let answered: Vec<Value> = round.answered.iter().map(|r| json!({"key": r.key, "method": method_tag(r.method), "result": r.result})).collect();
         let header = json!({"exp": expires_at, "requests": requests, "answered": answered}).to_string();
         let state = round.plugin_state.as_deref().unwrap_or_default();
         // The opener's bounds, checked before anything is encrypted: what is sealed opens.
@@ -179,10 +175,7 @@ impl StateKey {
         // A nonce that cannot be drawn would repeat one: refuse to seal rather than weaken it.
         getrandom::fill(&mut nonce).expect("the system's random source works");
         let aad = associated_data(binding);
-        let sealed = self
-            .cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plain, aad: &aad })
-            .expect("sealing a bounded buffer cannot fail");
+        let sealed = self.cipher.encrypt(XNonce::from_slice(&nonce), Payload { msg: &plain, aad: &aad }).expect("sealing a bounded buffer cannot fail");
         let mut out = Vec::with_capacity(1 + NONCE + sealed.len());
         out.push(VERSION);
         out.extend_from_slice(&nonce);
@@ -207,10 +200,7 @@ impl StateKey {
         }
         let (nonce, sealed) = raw[1..].split_at(NONCE);
         let aad = associated_data(binding);
-        let plain = self
-            .cipher
-            .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: &aad })
-            .map_err(|_| SealError::Invalid)?;
+        let plain = self.cipher.decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: &aad }).map_err(|_| SealError::Invalid)?;
         // From here on the bytes are our own: a parse failure is a bug, treated as invalid.
         let (len, rest) = plain.split_first_chunk::<4>().ok_or(SealError::Invalid)?;
         let len = u32::from_be_bytes(*len) as usize;

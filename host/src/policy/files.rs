@@ -87,10 +87,7 @@ pub fn check_file_grants(grants: &[GrantRef<'_>], protected: &[Protected]) -> Ve
                     Protected::SecretFile(_) => "keep secret files outside every granted directory",
                     _ => "grant a narrower directory, or make it read-only",
                 };
-                conflicts.push(GrantConflict {
-                    plugin: a.plugin.to_owned(),
-                    message: format!("grant {} covers {} (fix: {fix})", describe(a), p.describe()),
-                });
+                conflicts.push(GrantConflict { plugin: a.plugin.to_owned(), message: format!("grant {} covers {} (fix: {fix})", describe(a), p.describe()) });
             }
         }
     }

@@ -128,14 +128,12 @@ impl OutboundRules {
     }
 
     fn names_address(&self, target: &Target, ip: IpAddr) -> bool {
-        self.rules.iter().filter(|rule| rule.scheme == target.scheme && rule.port.is_none_or(|p| p == target.port)).any(
-            |rule| match &rule.host {
-                HostPattern::Ip(named) => canonical(*named) == canonical(ip),
-                HostPattern::Range(net) => net_contains(net, ip),
-                HostPattern::Exact(name) => name == "localhost" && target.host == "localhost" && canonical(ip).is_loopback(),
-                HostPattern::Subdomains(_) => false,
-            },
-        )
+        self.rules.iter().filter(|rule| rule.scheme == target.scheme && rule.port.is_none_or(|p| p == target.port)).any(|rule| match &rule.host {
+            HostPattern::Ip(named) => canonical(*named) == canonical(ip),
+            HostPattern::Range(net) => net_contains(net, ip),
+            HostPattern::Exact(name) => name == "localhost" && target.host == "localhost" && canonical(ip).is_loopback(),
+            HostPattern::Subdomains(_) => false,
+        })
     }
 }
 
@@ -229,12 +227,7 @@ fn parse_rule(pattern: &str) -> Result<Rule, PatternProblem> {
     let port = match port {
         None => Some(default_port(&scheme)),
         Some("*") => None,
-        Some(p) => Some(
-            p.parse::<u16>()
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| PatternProblem::Port(p.to_owned()))?,
-        ),
+        Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| PatternProblem::Port(p.to_owned()))?),
     };
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if host.is_empty() {
@@ -275,10 +268,7 @@ fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), PatternProblem> {
         let (host, after) = rest.split_at(end + 1);
         match after {
             "" => Ok((host, None)),
-            _ => after
-                .strip_prefix(':')
-                .map(|p| (host, Some(p)))
-                .ok_or_else(|| PatternProblem::AfterHost(after.to_owned())),
+            _ => after.strip_prefix(':').map(|p| (host, Some(p))).ok_or_else(|| PatternProblem::AfterHost(after.to_owned())),
         }
     } else {
         match rest.rsplit_once(':') {
@@ -290,9 +280,7 @@ fn split_host_port(rest: &str) -> Result<(&str, Option<&str>), PatternProblem> {
 
 fn check_name(name: &str) -> Result<(), PatternProblem> {
     let ok = !name.is_empty()
-        && name.split('.').all(|label| {
-            !label.is_empty() && label.len() <= 63 && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        });
+        && name.split('.').all(|label| !label.is_empty() && label.len() <= 63 && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
     if !ok {
         return Err(PatternProblem::HostName(name.to_owned()));
     }

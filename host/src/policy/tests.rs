@@ -74,19 +74,11 @@ fn ip_literals_match_only_when_written() {
 
 #[test]
 fn bad_patterns_are_all_reported() {
-    let bad: Vec<String> = [
-        "ftp://example.com",
-        "example.com",
-        "https://",
-        "https://a.com:99999",
-        "https://a.com/path",
-        "https://*",
-        "https://a.*.com",
-        "https://*.1.2.3",
-    ]
-    .iter()
-    .map(|p| (*p).to_owned())
-    .collect();
+    let bad: Vec<String> =
+        ["ftp://example.com", "example.com", "https://", "https://a.com:99999", "https://a.com/path", "https://*", "https://a.*.com", "https://*.1.2.3"]
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
     let errors = OutboundRules::parse(&bad).expect_err("all invalid");
     assert_eq!(errors.len(), bad.len(), "{errors:?}");
     assert!(errors[0].to_string().contains("ftp"), "{}", errors[0]);

@@ -21,7 +21,12 @@ impl Plugin for Renamed {
     fn read_resource<'a>(&'a self, u: &'a str, cx: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         self.0.read_resource(u, cx)
     }
-    fn get_prompt<'a>(&'a self, p: &'a str, a: &'a [(String, String)], cx: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
+    fn get_prompt<'a>(
+        &'a self,
+        p: &'a str,
+        a: &'a [(String, String)],
+        cx: &'a CallContext,
+    ) -> crate::plugin::BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         self.0.get_prompt(p, a, cx)
     }
     fn complete<'a>(&'a self, r: &'a CompletionRequest, cx: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Completion, PluginError>> {
@@ -131,7 +136,12 @@ impl Plugin for Templated {
         let contents = crate::protocol::ResourceContents { uri: u.to_owned(), mime_type: None, text: Some(self.id.to_owned()), blob: None, meta: None };
         Box::pin(async move { Ok(Outcome::Complete(ReadResourceResult { contents: vec![contents], meta: None, cache: None })) })
     }
-    fn get_prompt<'a>(&'a self, p: &'a str, _: &'a [(String, String)], _: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
+    fn get_prompt<'a>(
+        &'a self,
+        p: &'a str,
+        _: &'a [(String, String)],
+        _: &'a CallContext,
+    ) -> crate::plugin::BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(p.to_owned())) })
     }
     fn complete<'a>(&'a self, _: &'a CompletionRequest, _: &'a CallContext) -> crate::plugin::BoxFuture<'a, Result<Completion, PluginError>> {
@@ -157,10 +167,7 @@ async fn reads_go_to_a_listed_uri_first_then_the_first_matching_template_in_orde
     assert_eq!(served_by(&router, "x://k/l").await.expect("read"), "reserved");
     assert_eq!(served_by(&router, "fake://items/7").await.expect("template of the fake"), "contents of fake://items/7");
     assert_eq!(served_by(&router, "fake://readme").await.expect("listed"), "contents of fake://readme");
-    assert_eq!(
-        served_by(&router, "y://k").await.expect_err("no template"),
-        RouteError::UnknownResource { uri: "y://k".into() }
-    );
+    assert_eq!(served_by(&router, "y://k").await.expect_err("no template"), RouteError::UnknownResource { uri: "y://k".into() });
 }
 
 #[test]
@@ -171,9 +178,7 @@ fn a_template_over_the_caps_leaves_its_plugin_out_naming_plugin_and_template() {
     let (router, errors) = Router::new(vec![bad, good]);
     assert_eq!(router.served().len(), 1);
     assert_eq!(router.served()[0].plugin.id(), "good");
-    let [RouterError::InvalidTemplate { plugin, template, reason }] = errors.as_slice() else {
-        panic!("{errors:?}")
-    };
+    let [RouterError::InvalidTemplate { plugin, template, reason }] = errors.as_slice() else { panic!("{errors:?}") };
     assert_eq!((plugin.as_str(), reason), ("greedy", &template::TemplateError::TooManyVariables { count: 33, max: 32 }));
     assert!(template.starts_with("a://{v}{v}") && template.ends_with('…') && template.chars().count() == 65, "{template}");
     let message = errors[0].to_string();

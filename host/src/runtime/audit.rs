@@ -103,12 +103,7 @@ impl PathOp {
     }
 
     /// An operation naming two paths (`old -> new`).
-    fn pair(
-        state: &HostState,
-        op: &'static str,
-        (from_fd, from): (&Resource<fs::Descriptor>, &str),
-        (to_fd, to): (&Resource<fs::Descriptor>, &str),
-    ) -> PathOp {
+    fn pair(state: &HostState, op: &'static str, (from_fd, from): (&Resource<fs::Descriptor>, &str), (to_fd, to): (&Resource<fs::Descriptor>, &str)) -> PathOp {
         let from = joined(state.descriptor_paths.path_of(from_fd).as_deref(), from);
         let to = joined(state.descriptor_paths.path_of(to_fd).as_deref(), to);
         PathOp { op, target: format!("{from} -> {to}") }
@@ -175,8 +170,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 if store.data_mut().charge_descriptor().is_err() {
                     return Ok((Err(fs::ErrorCode::InsufficientMemory),));
                 }
-                let writes = flags.contains(fs::DescriptorFlags::WRITE)
-                    || open_flags.intersects(fs::OpenFlags::CREATE | fs::OpenFlags::TRUNCATE);
+                let writes = flags.contains(fs::DescriptorFlags::WRITE) || open_flags.intersects(fs::OpenFlags::CREATE | fs::OpenFlags::TRUNCATE);
                 let op = PathOp::new(store.data(), if writes { "open-at(write)" } else { "open-at" }, &fd, &path);
                 let result = fs::HostDescriptor::open_at(&mut store.data_mut().filesystem(), fd, path_flags, path, open_flags, flags).await;
                 if let Ok(opened) = &result {
@@ -222,8 +216,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          -> Box<dyn Future<Output = FsAnswer<fs::MetadataHashValue>> + Send + '_> {
             Box::new(async move {
                 let op = PathOp::new(store.data(), "metadata-hash-at", &fd, &path);
-                let result =
-                    fs::HostDescriptor::metadata_hash_at(&mut store.data_mut().filesystem(), fd, path_flags, path).await;
+                let result = fs::HostDescriptor::metadata_hash_at(&mut store.data_mut().filesystem(), fd, path_flags, path).await;
                 Ok((op.settle(store.data_mut(), result)?,))
             })
         },
@@ -235,8 +228,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
             Box::new(async move {
                 let op = PathOp::new(store.data(), "set-times-at", &fd, &path);
-                let result =
-                    fs::HostDescriptor::set_times_at(&mut store.data_mut().filesystem(), fd, path_flags, path, atime, mtime).await;
+                let result = fs::HostDescriptor::set_times_at(&mut store.data_mut().filesystem(), fd, path_flags, path, atime, mtime).await;
                 Ok((op.settle(store.data_mut(), result)?,))
             })
         },
@@ -283,9 +275,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     )?;
     types.func_wrap_async(
         "[method]descriptor.symlink-at",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, target, link): (Fd, String, String)|
-         -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
+        |mut store: StoreContextMut<'_, HostState>, (fd, target, link): (Fd, String, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
             Box::new(async move {
                 // The link is a path in the grant; its target is text, shown as the guest wrote it.
                 let mut op = PathOp::new(store.data(), "symlink-at", &fd, &link);
@@ -297,9 +287,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     )?;
     types.func_wrap_async(
         "[method]descriptor.rename-at",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, from, to_fd, to): (Fd, String, Fd, String)|
-         -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
+        |mut store: StoreContextMut<'_, HostState>, (fd, from, to_fd, to): (Fd, String, Fd, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
             Box::new(async move {
                 let op = PathOp::pair(store.data(), "rename-at", (&fd, &from), (&to_fd, &to));
                 let result = fs::HostDescriptor::rename_at(&mut store.data_mut().filesystem(), fd, from, to_fd, to).await;
@@ -314,8 +302,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
             Box::new(async move {
                 let op = PathOp::pair(store.data(), "link-at", (&fd, &from), (&to_fd, &to));
-                let result =
-                    fs::HostDescriptor::link_at(&mut store.data_mut().filesystem(), fd, path_flags, from, to_fd, to).await;
+                let result = fs::HostDescriptor::link_at(&mut store.data_mut().filesystem(), fd, path_flags, from, to_fd, to).await;
                 Ok((op.settle(store.data_mut(), result)?,))
             })
         },
@@ -405,14 +392,11 @@ fn family(family: network::IpAddressFamily) -> &'static str {
 
 fn define_sockets(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     let mut tcp = linker.instance(&format!("wasi:sockets/tcp-create-socket@{VERSION}"))?;
-    tcp.func_wrap(
-        "create-tcp-socket",
-        |mut store: StoreContextMut<'_, HostState>, (address_family,): (network::IpAddressFamily,)| {
-            let result = tcp_create_socket::Host::create_tcp_socket(&mut store.data_mut().sockets(), address_family);
-            let target = || format!("tcp {}", family(address_family));
-            settle_socket(store.data_mut(), result, network::ErrorCode::AccessDenied, RefusalKind::Socket, target)
-        },
-    )?;
+    tcp.func_wrap("create-tcp-socket", |mut store: StoreContextMut<'_, HostState>, (address_family,): (network::IpAddressFamily,)| {
+        let result = tcp_create_socket::Host::create_tcp_socket(&mut store.data_mut().sockets(), address_family);
+        let target = || format!("tcp {}", family(address_family));
+        settle_socket(store.data_mut(), result, network::ErrorCode::AccessDenied, RefusalKind::Socket, target)
+    })?;
     let mut udp = linker.instance(&format!("wasi:sockets/udp-create-socket@{VERSION}"))?;
     udp.func_wrap_async(
         "create-udp-socket",
@@ -420,24 +404,20 @@ fn define_sockets(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          (address_family,): (network::IpAddressFamily,)|
          -> Box<dyn Future<Output = SocketAnswer<Resource<wasmtime_wasi::p2::UdpSocket>>> + Send + '_> {
             Box::new(async move {
-                let result =
-                    udp_create_socket::Host::create_udp_socket(&mut store.data_mut().sockets(), address_family).await;
+                let result = udp_create_socket::Host::create_udp_socket(&mut store.data_mut().sockets(), address_family).await;
                 let target = || format!("udp {}", family(address_family));
                 settle_socket(store.data_mut(), result, network::ErrorCode::AccessDenied, RefusalKind::Socket, target)
             })
         },
     )?;
     let mut lookup = linker.instance(&format!("wasi:sockets/ip-name-lookup@{VERSION}"))?;
-    lookup.func_wrap(
-        "resolve-addresses",
-        |mut store: StoreContextMut<'_, HostState>, (net, name): (Resource<wasmtime_wasi::p2::Network>, String)| {
-            let shown_name = shown(&name);
-            let result = ip_name_lookup::Host::resolve_addresses(&mut store.data_mut().sockets(), net, name);
-            // With name lookups off, wasmtime-wasi answers every lookup this way, before any
-            // resolver is asked.
-            let refused = network::ErrorCode::PermanentResolverFailure;
-            settle_socket(store.data_mut(), result, refused, RefusalKind::Dns, || shown_name)
-        },
-    )?;
+    lookup.func_wrap("resolve-addresses", |mut store: StoreContextMut<'_, HostState>, (net, name): (Resource<wasmtime_wasi::p2::Network>, String)| {
+        let shown_name = shown(&name);
+        let result = ip_name_lookup::Host::resolve_addresses(&mut store.data_mut().sockets(), net, name);
+        // With name lookups off, wasmtime-wasi answers every lookup this way, before any
+        // resolver is asked.
+        let refused = network::ErrorCode::PermanentResolverFailure;
+        settle_socket(store.data_mut(), result, refused, RefusalKind::Dns, || shown_name)
+    })?;
     Ok(())
 }

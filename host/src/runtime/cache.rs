@@ -35,8 +35,8 @@
 
 mod known_files;
 
-pub(crate) use known_files::FileIdentity;
 use known_files::Fact;
+pub(crate) use known_files::FileIdentity;
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -441,9 +441,7 @@ impl Cache {
     /// Writes `code` and its `trailer` as `name` atomically, synced to disk.
     fn store(&self, name: &str, code: &[u8], trailer: &[u8; TRAILER_LEN]) -> std::io::Result<()> {
         if (code.len() + TRAILER_LEN) as u64 > MAX_ARTIFACT_BYTES {
-            return Err(std::io::Error::other(format!(
-                "the compiled plugin is larger than {MAX_ARTIFACT_BYTES} bytes"
-            )));
+            return Err(std::io::Error::other(format!("the compiled plugin is larger than {MAX_ARTIFACT_BYTES} bytes")));
         }
         self.write_whole(name, &[code, trailer], Durability::Synced)
     }
@@ -508,12 +506,8 @@ fn read_key(dir: &os::Dir, path: &Path) -> Result<Option<[u8; KEY_LEN]>, CacheEr
         }
     };
     let mut bytes = Vec::with_capacity(KEY_LEN + 1);
-    file.take(KEY_LEN as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| CacheError::Io { action: "read", path: key_path(), source })?;
-    <[u8; KEY_LEN]>::try_from(bytes.as_slice())
-        .map(Some)
-        .map_err(|_| bad(format!("is not a key: it is not {KEY_LEN} bytes long")))
+    file.take(KEY_LEN as u64 + 1).read_to_end(&mut bytes).map_err(|source| CacheError::Io { action: "read", path: key_path(), source })?;
+    <[u8; KEY_LEN]>::try_from(bytes.as_slice()).map(Some).map_err(|_| bad(format!("is not a key: it is not {KEY_LEN} bytes long")))
 }
 
 /// Makes a new random key and publishes it without ever replacing one: the bytes go to a fresh
@@ -646,10 +640,7 @@ mod tests {
     fn refusals_name_the_path_and_the_fix() {
         let path = PathBuf::from("/x");
         let foreign = CacheError::ForeignFolder { path: path.clone(), owner: 1234, euid: 0 }.to_string();
-        assert_eq!(
-            foreign,
-            "`/x` is owned by uid 1234, not by this user (uid 0): remove it or point PADDOCK_CACHE_DIR / --cache-dir at a folder of your own"
-        );
+        assert_eq!(foreign, "`/x` is owned by uid 1234, not by this user (uid 0): remove it or point PADDOCK_CACHE_DIR / --cache-dir at a folder of your own");
         let shared = CacheError::SharedFolder { path: path.clone(), mode: 0o777 }.to_string();
         assert!(shared.contains("`/x`") && shared.contains("0777") && shared.contains("chmod go-w"), "{shared}");
         let link = CacheError::SymlinkFolder { path: path.clone() }.to_string();

@@ -166,9 +166,7 @@ fn opt(s: Option<String>, budget: &mut Budget) -> Result<Option<String>, PluginE
 fn info(i: wm::PluginInfo, b: &mut Budget) -> Result<PluginInfo, PluginError> {
     let r = i.requests;
     if r.files.len() > MAX_REQUESTS || r.network.len() > MAX_REQUESTS || r.env.len() > MAX_REQUESTS {
-        return Err(PluginError::MalformedOutput(format!(
-            "at most {MAX_REQUESTS} capability requests of each kind are allowed"
-        )));
+        return Err(PluginError::MalformedOutput(format!("at most {MAX_REQUESTS} capability requests of each kind are allowed")));
     }
     Ok(PluginInfo {
         name: string(i.name, b)?,
@@ -182,13 +180,7 @@ fn info(i: wm::PluginInfo, b: &mut Budget) -> Result<PluginInfo, PluginError> {
             files: r
                 .files
                 .into_iter()
-                .map(|f| {
-                    Ok(FileRequest {
-                        guest_path: string(f.guest_path, b)?,
-                        writable: f.writable,
-                        reason: opt(f.reason, b)?,
-                    })
-                })
+                .map(|f| Ok(FileRequest { guest_path: string(f.guest_path, b)?, writable: f.writable, reason: opt(f.reason, b)? }))
                 .collect::<Result<_, PluginError>>()?,
             network: r.network.into_iter().map(|n| string(n, b)).collect::<Result<_, _>>()?,
             env: r.env.into_iter().map(|n| string(n, b)).collect::<Result<_, _>>()?,
@@ -267,14 +259,7 @@ fn prompt(p: wp::Prompt, b: &mut Budget) -> Result<Prompt, PluginError> {
         arguments: p
             .arguments
             .into_iter()
-            .map(|a| {
-                Ok(PromptArgument {
-                    name: string(a.name, b)?,
-                    title: opt(a.title, b)?,
-                    description: opt(a.description, b)?,
-                    required: a.required,
-                })
-            })
+            .map(|a| Ok(PromptArgument { name: string(a.name, b)?, title: opt(a.title, b)?, description: opt(a.description, b)?, required: a.required }))
             .collect::<Result<_, PluginError>>()?,
         icons: convert::icons(p.icons, b)?,
         meta: item_meta(p.meta, b)?,

@@ -186,9 +186,7 @@ fn classify(bytes: &[u8]) -> Result<(), LoadError> {
 /// hashed: what is compiled is always what the cache files it under.
 fn read_to_compile(path: &Path, digest: &[u8; 32]) -> Result<Vec<u8>, LoadError> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_WASM_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(LoadError::Read)?;
+    std::fs::File::open(path).and_then(|file| file.take(MAX_WASM_BYTES + 1).read_to_end(&mut bytes)).map_err(LoadError::Read)?;
     if blake3::hash(&bytes).as_bytes() != digest {
         return Err(LoadError::Changed);
     }

@@ -27,8 +27,8 @@ use super::json::serialized_len;
 use crate::input::Outcome;
 use crate::plugin::PluginError;
 use crate::protocol::{
-    Annotations, CacheHint, CacheScope, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json,
-    PromptMessage, ReadResourceResult, ResourceContents, ResourceLink, Role,
+    Annotations, CacheHint, CacheScope, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json, PromptMessage, ReadResourceResult,
+    ResourceContents, ResourceLink, Role,
 };
 
 /// Most values a completion may return (MCP's limit).
@@ -208,13 +208,7 @@ const RESULT_JSON_BYTES: usize = usize::MAX;
 /// `json::serialized_len`. It is charged its length as the host will write it (whitespace
 /// gone, a number perhaps longer), after its length as written has been spent to bound the work.
 /// The error names the field (`what`), for example "structured content nests deeper than 64 levels".
-pub(crate) fn json(
-    text: String,
-    kind: JsonKind,
-    what: &str,
-    max_bytes: usize,
-    budget: &mut Budget,
-) -> Result<Json, PluginError> {
+pub(crate) fn json(text: String, kind: JsonKind, what: &str, max_bytes: usize, budget: &mut Budget) -> Result<Json, PluginError> {
     budget.spend(text.len())?;
     let sent = serialized_len(&text, kind, max_bytes).map_err(|e| PluginError::MalformedOutput(format!("{what} {e}")))?;
     if sent > text.len() {
@@ -225,13 +219,7 @@ pub(crate) fn json(
     RawValue::from_string(text).map_err(|e| PluginError::MalformedOutput(format!("{what} is not valid JSON: {e}")))
 }
 
-fn opt_json_field(
-    key: &str,
-    text: Option<String>,
-    kind: JsonKind,
-    what: &str,
-    budget: &mut Budget,
-) -> Result<Option<Json>, PluginError> {
+fn opt_json_field(key: &str, text: Option<String>, kind: JsonKind, what: &str, budget: &mut Budget) -> Result<Option<Json>, PluginError> {
     text.map(|t| {
         budget.key(key)?;
         json(t, kind, what, RESULT_JSON_BYTES, budget)
@@ -336,10 +324,7 @@ pub(crate) fn resource_contents(c: w::ResourceContents, budget: &mut Budget) -> 
 }
 
 /// The contents a `resources/read` returns, as a list.
-pub(crate) fn resource_list(
-    list: Vec<w::ResourceContents>,
-    budget: &mut Budget,
-) -> Result<Vec<ResourceContents>, PluginError> {
+pub(crate) fn resource_list(list: Vec<w::ResourceContents>, budget: &mut Budget) -> Result<Vec<ResourceContents>, PluginError> {
     budget.open()?;
     let list = list
         .into_iter()
@@ -357,11 +342,7 @@ pub(crate) fn content_block(block: w::ContentBlock, budget: &mut Budget) -> Resu
     let block = match block {
         w::ContentBlock::Text(t) => {
             budget.tag("text")?;
-            ContentBlock::Text {
-                text: budget.field("text", t.text)?,
-                annotations: annotations(t.annotations, budget)?,
-                meta: block_meta(t.meta, budget)?,
-            }
+            ContentBlock::Text { text: budget.field("text", t.text)?, annotations: annotations(t.annotations, budget)?, meta: block_meta(t.meta, budget)? }
         }
         w::ContentBlock::Image(m) => {
             budget.tag("image")?;

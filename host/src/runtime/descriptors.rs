@@ -153,8 +153,11 @@ pub(crate) fn wanted(grant: &Grant, ceiling: CallCeiling) -> u64 {
 /// when what they want (`wanted`) adds up to more, each budget is cut to its share, in
 /// proportion, and the warning naming them and the fix is returned.
 pub(crate) fn fit<'a>(plugins: impl Iterator<Item = (&'a str, &'a mut Grant)>, free: u64, pool: u64, ceiling: CallCeiling) -> Option<String> {
-    let mut wanting: Vec<(&str, &mut Grant, u64)> =
-        plugins.map(|(id, grant)| (id, wanted(grant, ceiling), grant)).filter(|(_, wanted, _)| *wanted > 0).map(|(id, wanted, grant)| (id, grant, wanted)).collect();
+    let mut wanting: Vec<(&str, &mut Grant, u64)> = plugins
+        .map(|(id, grant)| (id, wanted(grant, ceiling), grant))
+        .filter(|(_, wanted, _)| *wanted > 0)
+        .map(|(id, wanted, grant)| (id, grant, wanted))
+        .collect();
     let total: u64 = wanting.iter().map(|(_, _, wanted)| wanted).sum();
     if total <= free {
         return None;

@@ -162,8 +162,7 @@ impl Egress {
                 handshake(TokioIo::new(Box::new(tcp) as Box<dyn Stream>)).await
             }
         };
-        let (mut sender, mut conn) =
-            tokio::time::timeout(timeouts.connect, handshake).await.map_err(|_| Error::ConnectionTimeout)??;
+        let (mut sender, mut conn) = tokio::time::timeout(timeouts.connect, handshake).await.map_err(|_| Error::ConnectionTimeout)??;
         let mut conn_done = false;
         let response = tokio::time::timeout(timeouts.first_byte, async {
             let send = sender.send_request(request);
@@ -190,9 +189,7 @@ impl Egress {
             charge,
         };
         let response = http::Response::from_parts(parts, body.boxed_unsync());
-        let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async move {
-            if conn_done { Ok(()) } else { conn.await.map_err(Error::from) }
-        });
+        let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async move { if conn_done { Ok(()) } else { conn.await.map_err(Error::from) } });
         Ok((response, io))
     }
 

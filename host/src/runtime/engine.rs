@@ -35,11 +35,7 @@ pub enum SlotReset {
 /// Builds the engine; returns it and how its instance slots are reset.
 pub(crate) fn build(options: &RuntimeOptions) -> Result<(Engine, SlotReset), wasmtime::Error> {
     if options.pooling {
-        let reset = if options.keep_resident && PoolingAllocationConfig::is_pagemap_scan_available() {
-            SlotReset::DirtyPages
-        } else {
-            SlotReset::Decommit
-        };
+        let reset = if options.keep_resident && PoolingAllocationConfig::is_pagemap_scan_available() { SlotReset::DirtyPages } else { SlotReset::Decommit };
         let mut config = base_config(options);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(options, reset)));
         match Engine::new(&config) {

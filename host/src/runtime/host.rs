@@ -41,12 +41,7 @@ pub(crate) struct CallBudgets {
 
 impl Default for CallBudgets {
     fn default() -> Self {
-        CallBudgets {
-            log_records: LOG_RECORDS_PER_CALL,
-            log_bytes: LOG_BYTES_PER_CALL,
-            progress: PROGRESS_PER_CALL,
-            notices: NOTICES_PER_CALL,
-        }
+        CallBudgets { log_records: LOG_RECORDS_PER_CALL, log_bytes: LOG_BYTES_PER_CALL, progress: PROGRESS_PER_CALL, notices: NOTICES_PER_CALL }
     }
 }
 

@@ -63,14 +63,8 @@ pub(crate) struct HttpPolicy {
     pub(crate) descriptors: Arc<DescriptorPool>,
 }
 
-type ResponseFuture = Box<
-    dyn Future<
-            Output = wasmtime_wasi_http::Result<(
-                http::Response<WasiBody>,
-                Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
-            )>,
-        > + Send,
->;
+type ResponseFuture =
+    Box<dyn Future<Output = wasmtime_wasi_http::Result<(http::Response<WasiBody>, Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>)>> + Send>;
 
 /// Why a request is refused before anything is resolved.
 #[derive(Debug, PartialEq, Eq)]

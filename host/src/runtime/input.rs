@@ -18,10 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::bindings::paddock::plugin::{context as wx, input as wi, types as w};
 use super::convert::{self, Budget, JsonKind};
-use crate::input::{
-    InputMethod, InputRequest, InputRequired, InputResponse, MAX_INPUT_KEY, MAX_INPUT_REQUESTS, MAX_PLUGIN_STATE,
-    RequestContext, RequestEra,
-};
+use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, MAX_INPUT_KEY, MAX_INPUT_REQUESTS, MAX_PLUGIN_STATE, RequestContext, RequestEra};
 use crate::plugin::PluginError;
 
 /// What is wrong with a client's answer to an input request.
@@ -124,11 +121,11 @@ fn request_params(kind: wi::InputRequestKind, budget: &mut Budget) -> Result<(In
             if let Some(p) = s.model_preferences {
                 let mut prefs = Map::new();
                 if !p.hints.is_empty() {
-                    let hints: Vec<Value> =
-                        p.hints.into_iter().map(|h| h.name.map_or_else(|| json!({}), |n| json!({"name": n}))).collect();
+                    let hints: Vec<Value> = p.hints.into_iter().map(|h| h.name.map_or_else(|| json!({}), |n| json!({"name": n}))).collect();
                     prefs.insert("hints".into(), Value::Array(hints));
                 }
-                for (key, value) in [("costPriority", p.cost_priority), ("speedPriority", p.speed_priority), ("intelligencePriority", p.intelligence_priority)] {
+                for (key, value) in [("costPriority", p.cost_priority), ("speedPriority", p.speed_priority), ("intelligencePriority", p.intelligence_priority)]
+                {
                     if let Some(v) = value.filter(|v| v.is_finite()) {
                         prefs.insert(key.into(), json!(v.clamp(0.0, 1.0)));
                     }
@@ -274,9 +271,8 @@ pub(crate) fn request_context(request: &RequestContext) -> Result<wx::RequestCon
         .input_responses
         .iter()
         .map(|r| {
-            let response = response(r).map_err(|why| {
-                PluginError::InvalidInputResponse(format!("input response `{}` is not a valid {} result: {why}", r.key, r.method.method()))
-            })?;
+            let response = response(r)
+                .map_err(|why| PluginError::InvalidInputResponse(format!("input response `{}` is not a valid {} result: {why}", r.key, r.method.method())))?;
             Ok(wi::InputResponse { key: r.key.clone(), response })
         })
         .collect::<Result<Vec<_>, PluginError>>()?;
@@ -287,11 +283,7 @@ pub(crate) fn request_context(request: &RequestContext) -> Result<wx::RequestCon
             RequestEra::Stateless => wx::Era::Stateless,
         },
         client_capabilities: Value::Object(request.client_capabilities.clone()).to_string(),
-        client_info: request.client_info.as_ref().map(|c| wx::ClientInfo {
-            name: c.name.clone(),
-            version: c.version.clone(),
-            title: c.title.clone(),
-        }),
+        client_info: request.client_info.as_ref().map(|c| wx::ClientInfo { name: c.name.clone(), version: c.version.clone(), title: c.title.clone() }),
         meta: Value::Object(request.meta.clone()).to_string(),
         has_progress_token: request.has_progress_token,
         trace: wx::TraceContext {
@@ -430,11 +422,9 @@ fn parse_content_block(value: &Value) -> Result<w::ContentBlock, BadAnswer> {
         })
     };
     Ok(match object.get("type").and_then(Value::as_str) {
-        Some("text") => w::ContentBlock::Text(w::TextContent {
-            text: text_field(object, "text")?,
-            annotations: annotations(object)?,
-            meta: meta_text(object)?,
-        }),
+        Some("text") => {
+            w::ContentBlock::Text(w::TextContent { text: text_field(object, "text")?, annotations: annotations(object)?, meta: meta_text(object)? })
+        }
         Some("image") => w::ContentBlock::Image(media(object)?),
         Some("audio") => w::ContentBlock::Audio(media(object)?),
         Some("resource_link") => w::ContentBlock::ResourceLink(w::ResourceLink {

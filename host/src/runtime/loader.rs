@@ -58,7 +58,9 @@ pub enum LoadError {
     Compile(String),
     #[error("it targets another world: it does not export {missing} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.2.0")]
     OtherWorld { missing: String, found: String },
-    #[error("it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/plugin.wit")]
+    #[error(
+        "it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/plugin.wit"
+    )]
     OtherContract { version: String },
     #[error("cannot link the host interfaces: {0}")]
     Link(String),
@@ -118,10 +120,8 @@ pub struct Inspection {
 
 /// The `*.wasm` files of a plugins folder, sorted by name.
 fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "wasm")).collect();
     files.sort();
     Ok(files)
 }
@@ -150,10 +150,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     let files = match plugin_files(dir) {
         Ok(files) => files,
         Err(err) => {
-            report.problems.push(LoadProblem {
-                path: dir.to_path_buf(),
-                reason: format!("cannot read the plugins folder: {err}"),
-            });
+            report.problems.push(LoadProblem { path: dir.to_path_buf(), reason: format!("cannot read the plugins folder: {err}") });
             return report;
         }
     };
@@ -161,10 +158,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     for path in files {
         let id = plugin_id(&path);
         if !valid_id(&id) {
-            report.problems.push(LoadProblem {
-                path,
-                reason: format!("`{id}` is not a valid plugin id: rename the file to match ^[a-zA-Z0-9_-]{{1,64}}$"),
-            });
+            report.problems.push(LoadProblem { path, reason: format!("`{id}` is not a valid plugin id: rename the file to match ^[a-zA-Z0-9_-]{{1,64}}$") });
             continue;
         }
         let grant = match config.grant(&id) {
@@ -172,10 +166,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
             Err(errors) => {
                 let file = errors.first().map(|e| e.file.clone()).unwrap_or_else(|| path.clone());
                 let keys: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.key, e.message)).collect();
-                report.problems.push(LoadProblem {
-                    path: file,
-                    reason: format!("plugin `{id}` not loaded, its grant is invalid: {}", keys.join("; ")),
-                });
+                report.problems.push(LoadProblem { path: file, reason: format!("plugin `{id}` not loaded, its grant is invalid: {}", keys.join("; ")) });
                 continue;
             }
         };
@@ -199,7 +190,9 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // Every plugin's descriptor budget is reserved out of the process's pool when its sandbox
     // is made; budgets that do not fit together are cut in proportion first, not first come.
     let pool = &runtime.services.descriptors;
-    if let Some(warning) = super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit(), super::sandbox::CALL_CEILING) {
+    if let Some(warning) =
+        super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit(), super::sandbox::CALL_CEILING)
+    {
         tracing::warn!("{warning}");
         report.warnings.push(warning);
     }
@@ -229,9 +222,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
                 report.plugins.push(LoadedPlugin { id, path, plugin: Arc::new(plugin), grant, cache });
             }
             Ok((_, path, _, Err(err))) => report.problems.push(LoadProblem { path, reason: err.to_string() }),
-            Err(err) => report
-                .problems
-                .push(LoadProblem { path: dir.to_path_buf(), reason: format!("loading a plugin failed: {err}") }),
+            Err(err) => report.problems.push(LoadProblem { path: dir.to_path_buf(), reason: format!("loading a plugin failed: {err}") }),
         }
     }
     report
@@ -286,10 +277,7 @@ fn file_grant_conflicts(runtime: &Runtime, dir: &Path, config: &Config, admitted
             }
         }
     }
-    let grants: Vec<GrantRef<'_>> = admitted
-        .iter()
-        .flat_map(|(id, _, grant)| grant.files.iter().map(move |g| GrantRef { plugin: id, grant: g }))
-        .collect();
+    let grants: Vec<GrantRef<'_>> = admitted.iter().flat_map(|(id, _, grant)| grant.files.iter().map(move |g| GrantRef { plugin: id, grant: g })).collect();
     policy::check_file_grants(&grants, &protected)
 }
 

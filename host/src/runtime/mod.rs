@@ -38,11 +38,11 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::{CacheOutcome, default_cache_dir};
-pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
+pub use egress::{FixedResolver, Resolve, SystemResolver};
+pub use engine::SlotReset;
 pub use json::MAX_JSON_DEPTH;
 pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
-pub use engine::SlotReset;
 pub use plugin::WasmPlugin;
 pub use refusals::RefusalCounters;
 pub use sandbox::SandboxError;
@@ -117,10 +117,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime")
-            .field("slot_reset", &self.slot_reset)
-            .field("cache", &self.cache_dir())
-            .finish_non_exhaustive()
+        f.debug_struct("Runtime").field("slot_reset", &self.slot_reset).field("cache", &self.cache_dir()).finish_non_exhaustive()
     }
 }
 
@@ -193,12 +190,7 @@ impl Runtime {
 
     /// Loads one plugin file with its grant: compile (or load from the cache), link, read the
     /// catalog. The error is one line saying why, without the path.
-    pub async fn load_plugin(
-        &self,
-        id: &str,
-        path: &Path,
-        grant: crate::policy::Grant,
-    ) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
+    pub async fn load_plugin(&self, id: &str, path: &Path, grant: crate::policy::Grant) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
         let sandbox = sandbox::Sandbox::new(id, grant, self.services.clone())?;
         loader::load_one(self, &compile::Compiles::new(), path, sandbox).await
     }

@@ -49,11 +49,7 @@ pub(crate) struct OutputBudget {
 
 impl OutputBudget {
     pub(crate) fn new(bytes: u64, records: u64) -> Self {
-        OutputBudget {
-            remaining: Arc::new(AtomicU64::new(bytes)),
-            records: Arc::new(AtomicU64::new(records)),
-            dropped: Arc::new(AtomicU64::new(0)),
-        }
+        OutputBudget { remaining: Arc::new(AtomicU64::new(bytes)), records: Arc::new(AtomicU64::new(records)), dropped: Arc::new(AtomicU64::new(0)) }
     }
 
     /// Takes up to `want` bytes from the budget; returns how many were granted.

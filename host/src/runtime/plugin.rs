@@ -13,12 +13,12 @@ use super::bindings::exports::paddock::plugin::{completion, prompts, resources, 
 use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
-use super::refusals::RefusalCounters;
 use super::loader::LoadError;
+use super::refusals::RefusalCounters;
 use super::sandbox::{HostState, PrepareError, Sandbox};
+use crate::input::Outcome;
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
-use crate::input::Outcome;
 use crate::protocol::{CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ReadResourceResult};
 
 /// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB), whatever the
@@ -58,10 +58,7 @@ pub struct WasmPlugin {
 
 impl std::fmt::Debug for WasmPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmPlugin")
-            .field("id", &self.id)
-            .field("tools", &self.catalog.tools.len())
-            .finish_non_exhaustive()
+        f.debug_struct("WasmPlugin").field("id", &self.id).field("tools", &self.catalog.tools.len()).finish_non_exhaustive()
     }
 }
 
@@ -107,15 +104,8 @@ impl WasmPlugin {
         let id = sandbox.plugin.clone();
         let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
         let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
-        let mut plugin = WasmPlugin {
-            id: id.to_string(),
-            catalog: Catalog::default(),
-            pre,
-            exports,
-            sandbox,
-            gate: Arc::new(Semaphore::new(concurrency)),
-            global,
-        };
+        let mut plugin =
+            WasmPlugin { id: id.to_string(), catalog: Catalog::default(), pre, exports, sandbox, gate: Arc::new(Semaphore::new(concurrency)), global };
         plugin.catalog = plugin.read_catalog().await?;
         Ok(plugin)
     }
@@ -167,8 +157,7 @@ impl WasmPlugin {
             let prompts = call_finish(s, prompts, LOAD_TIMEOUT)?;
             Ok::<_, PluginError>(Declared { info, tools, resources, templates, prompts })
         };
-        let declared =
-            with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(LoadError::CatalogCall)?;
+        let declared = with_deadline(LOAD_TIMEOUT, &cx, read).await.map_err(LoadError::CatalogCall)?;
         catalog::build(declared).map_err(|why| LoadError::Catalog { plugin: self.id.clone(), why: why.to_string() })
     }
 
@@ -183,8 +172,7 @@ impl WasmPlugin {
                 _ => Err(PluginError::Unavailable("the runtime is shutting down".to_owned())),
             }
         };
-        let permits =
-            tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: "concurrency" })??;
+        let permits = tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: "concurrency" })??;
         let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from)).map_err(|e| match e {
             PrepareError::Descriptors(_) => PluginError::Limit { limit: "resources" },
             PrepareError::Io(e) => PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")),
@@ -252,11 +240,7 @@ impl Call {
 }
 
 /// Maps the outcome of one guest call: traps, deadlines and limits become `PluginError`s.
-fn call_finish<R>(
-    store: &mut Store<HostState>,
-    result: wasmtime::Result<R>,
-    timeout: Duration,
-) -> Result<R, PluginError> {
+fn call_finish<R>(store: &mut Store<HostState>, result: wasmtime::Result<R>, timeout: Duration) -> Result<R, PluginError> {
     let err = match result {
         Ok(value) => return Ok(value),
         Err(err) => err,
@@ -277,9 +261,7 @@ fn call_finish<R>(
         if let Some(wasmtime::component::ResourceTableError::Full) = cause.downcast_ref() {
             return Some("resource table entries");
         }
-        if let Some(wasmtime_wasi_http::FieldMapError::TotalSizeTooBig | wasmtime_wasi_http::FieldMapError::TooManyFields) =
-            cause.downcast_ref()
-        {
+        if let Some(wasmtime_wasi_http::FieldMapError::TotalSizeTooBig | wasmtime_wasi_http::FieldMapError::TooManyFields) = cause.downcast_ref() {
             return Some("http header bytes");
         }
         None
@@ -313,20 +295,13 @@ fn call_finish<R>(
 /// Its type (`HostcallFuelExhausted`) is private, so it is known by its name and its message;
 /// a runtime test pins both against the wasmtime in use.
 fn is_hostcall_fuel_exhausted(err: &wasmtime::Error) -> bool {
-    err.chain().any(|cause| {
-        format!("{cause:?}") == "HostcallFuelExhausted"
-            || cause.to_string().contains("fuel allocated for hostcalls has been exhausted")
-    })
+    err.chain().any(|cause| format!("{cause:?}") == "HostcallFuelExhausted" || cause.to_string().contains("fuel allocated for hostcalls has been exhausted"))
 }
 
 /// Runs `fut` under the call's deadline (plus a margin for the epoch to fire first), and stops
 /// it once the request has been cancelled for longer than the grace period. Guest code is
 /// stopped by the epoch; this bounds time spent waiting inside host calls (network, files).
-async fn with_deadline<T>(
-    timeout: Duration,
-    cx: &CallContext,
-    fut: impl Future<Output = Result<T, PluginError>>,
-) -> Result<T, PluginError> {
+async fn with_deadline<T>(timeout: Duration, cx: &CallContext, fut: impl Future<Output = Result<T, PluginError>>) -> Result<T, PluginError> {
     let cancelled = async {
         cx.cancelled().await;
         tokio::time::sleep(CANCEL_GRACE + super::engine::EPOCH_TICK * 2).await;
@@ -362,12 +337,7 @@ impl Plugin for WasmPlugin {
         })
     }
 
-    fn call_tool<'a>(
-        &'a self,
-        tool: &'a str,
-        arguments: &'a str,
-        cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
+    fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
             let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
@@ -379,11 +349,7 @@ impl Plugin for WasmPlugin {
         }))
     }
 
-    fn read_resource<'a>(
-        &'a self,
-        uri: &'a str,
-        cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
+    fn read_resource<'a>(&'a self, uri: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
             let context = super::input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
@@ -412,11 +378,7 @@ impl Plugin for WasmPlugin {
         }))
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-        cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Completion, PluginError>> {
+    fn complete<'a>(&'a self, request: &'a CompletionRequest, cx: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {
         use bindings::exports::paddock::plugin::completion as wc;
         Box::pin(with_deadline(self.timeout(), cx, async move {
             let target = match &request.target {

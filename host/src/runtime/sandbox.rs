@@ -22,9 +22,9 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::audit::DescriptorPaths;
-use super::host::CallBudgets;
 use super::descriptors::{CallDescriptors, DescriptorPool, Exhausted, Unreserved};
 use super::egress::{Egress, ResponseBudget};
+use super::host::CallBudgets;
 use super::http::{HttpPolicy, InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
 use super::output::{LogSink, OutputBudget, Stream};
 use super::refusals::{Recorder, RefusalCounters};
@@ -169,12 +169,7 @@ impl Sandbox {
 
 /// Reads a secret's value from the host's environment or a file, as a sensitive header value.
 fn read_secret(secret: &SecretGrant) -> Result<InjectedSecret, SandboxError> {
-    let fail = |why| SandboxError::Secret {
-        header: secret.header.clone(),
-        target: secret.target.to_string(),
-        source_name: secret.source.to_string(),
-        why,
-    };
+    let fail = |why| SandboxError::Secret { header: secret.header.clone(), target: secret.target.to_string(), source_name: secret.source.to_string(), why };
     let value = match &secret.source {
         SecretSource::Env(name) => std::env::var(name).map_err(|_| fail("is not set (or not UTF-8) in the host's environment"))?,
         SecretSource::File(path) => {
@@ -192,8 +187,8 @@ fn read_secret(secret: &SecretGrant) -> Result<InjectedSecret, SandboxError> {
     if value.is_empty() {
         return Err(fail("is empty"));
     }
-    let mut value = http::HeaderValue::from_str(&format!("{}{value}", secret.prefix))
-        .map_err(|_| fail("is not a valid header value (printable ASCII only)"))?;
+    let mut value =
+        http::HeaderValue::from_str(&format!("{}{value}", secret.prefix)).map_err(|_| fail("is not a valid header value (printable ASCII only)"))?;
     value.set_sensitive(true);
     let header = http::HeaderName::from_bytes(secret.header.as_bytes()).map_err(|_| fail("has an invalid header name"))?;
     Ok(InjectedSecret { target: secret.target.clone(), header, value })
@@ -202,8 +197,7 @@ fn read_secret(secret: &SecretGrant) -> Result<InjectedSecret, SandboxError> {
 fn pin(host: &std::path::Path, guest: &str, mode: FsMode) -> Result<PinnedDir, SandboxError> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(host, flags, Mode::empty())
-        .map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e.into() })?;
+    let fd = rustix::fs::open(host, flags, Mode::empty()).map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e.into() })?;
     let handle = std::fs::File::from(fd);
     let by_handle = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
     let pinned = handle.metadata().map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e })?;
@@ -266,8 +260,7 @@ impl HostState {
         for dir in sandbox.dirs.iter() {
             // Re-opens the handle pinned at load (a magic link to the open directory), so the
             // preopen is the directory the operator named, wherever its path now leads.
-            b.preopened_dir(&dir.by_handle, &dir.guest, dir.perms)
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.guest)))?;
+            b.preopened_dir(&dir.by_handle, &dir.guest, dir.perms).map_err(|e| std::io::Error::other(format!("{}: {e}", dir.guest)))?;
         }
         // Raw sockets are never granted here: outgoing HTTP goes through wasi:http and its hook.
         b.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
@@ -341,13 +334,7 @@ pub(crate) struct MemoryLimiter {
 
 impl MemoryLimiter {
     fn new(limit: u64, recorder: Recorder) -> Self {
-        MemoryLimiter {
-            limit: usize::try_from(limit).unwrap_or(usize::MAX),
-            used: 0,
-            table_elements: 0,
-            hit: Arc::new(AtomicBool::new(false)),
-            recorder,
-        }
+        MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), used: 0, table_elements: 0, hit: Arc::new(AtomicBool::new(false)), recorder }
     }
 }
 

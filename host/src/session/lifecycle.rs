@@ -27,10 +27,7 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The version a legacy `initialize` settles on: the client's when supported, else the latest.
 pub fn negotiate(requested: Option<&str>) -> &'static str {
-    requested
-        .and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r))
-        .copied()
-        .unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1])
+    requested.and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r)).copied().unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1])
 }
 
 /// Whether a request is modern-shaped: it carries the 2026-07-28 `_meta` protocol version.
@@ -46,9 +43,8 @@ pub fn meta(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> 
 /// Validates a modern request's `_meta`: protocol version present and supported, client
 /// capabilities present and an object. `clientInfo` is optional.
 pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<&'static str, ErrorObject> {
-    let meta = meta(params).ok_or_else(|| {
-        ErrorObject::new(INVALID_PARAMS, format!("missing `_meta` with `{META_PROTOCOL_VERSION}` and `{META_CLIENT_CAPABILITIES}`"))
-    })?;
+    let meta = meta(params)
+        .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing `_meta` with `{META_PROTOCOL_VERSION}` and `{META_CLIENT_CAPABILITIES}`")))?;
     let requested = match meta.get(META_PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.as_str(),
         Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`_meta.{META_PROTOCOL_VERSION}` must be a string"))),

@@ -125,7 +125,13 @@ fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>
 }
 
 /// `completion/complete`, the plugin method that never needs input.
-pub(super) async fn serve_completion(router: &Router, method: &str, params: Option<&Map<String, Value>>, era: Era, cx: &CallContext) -> Result<Value, ErrorObject> {
+pub(super) async fn serve_completion(
+    router: &Router,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    era: Era,
+    cx: &CallContext,
+) -> Result<Value, ErrorObject> {
     match method {
         "completion/complete" => {
             let reference = params.and_then(|p| p.get("ref")).and_then(Value::as_object).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "missing `ref`"))?;
@@ -134,7 +140,8 @@ pub(super) async fn serve_completion(router: &Router, method: &str, params: Opti
                 Some("ref/resource") => CompletionTarget::ResourceTemplate(required_str(Some(reference), "uri")?.to_owned()),
                 _ => return Err(ErrorObject::new(INVALID_PARAMS, "`ref.type` must be `ref/prompt` or `ref/resource`")),
             };
-            let argument = params.and_then(|p| p.get("argument")).and_then(Value::as_object).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "missing `argument`"))?;
+            let argument =
+                params.and_then(|p| p.get("argument")).and_then(Value::as_object).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "missing `argument`"))?;
             let arg_name = required_str(Some(argument), "name")?;
             let arg_value = argument.get("value").and_then(Value::as_str).unwrap_or_default();
             let context = params
@@ -151,10 +158,7 @@ pub(super) async fn serve_completion(router: &Router, method: &str, params: Opti
 }
 
 pub(super) fn required_str<'a>(params: Option<&'a Map<String, Value>>, key: &str) -> Result<&'a str, ErrorObject> {
-    params
-        .and_then(|p| p.get(key))
-        .and_then(Value::as_str)
-        .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing string parameter `{key}`")))
+    params.and_then(|p| p.get(key)).and_then(Value::as_str).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing string parameter `{key}`")))
 }
 
 pub(super) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ErrorObject> {
@@ -210,10 +214,7 @@ pub(super) struct Notifier {
 
 impl Notifier {
     pub(super) fn new(params: Option<&Map<String, Value>>, era: Era, legacy_level: LogLevel) -> Notifier {
-        let progress_token = lifecycle::meta(params)
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let progress_token = lifecycle::meta(params).and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
         let log_level = match era {
             Era::Legacy { .. } => Some(legacy_level),
             Era::Modern { log_level } => log_level,

@@ -52,8 +52,8 @@ pub use task_calls::{META_RELATED_TASK, TASK_AFTER, TASKS_EXTENSION};
 
 use batch::{Batch, Dest};
 
-use crate::jsonrpc::{self, ErrorObject, Id, Message};
 use crate::input::ClientInfo;
+use crate::jsonrpc::{self, ErrorObject, Id, Message};
 use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
 use client_requests::ClientRequests;
 use subscriptions::Filter;
@@ -414,7 +414,10 @@ impl Session {
             duplicate
         };
         if duplicate {
-            let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("request id {} is already in use by a running request", jsonrpc::shortened(&id.to_string())));
+            let error = ErrorObject::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("request id {} is already in use by a running request", jsonrpc::shortened(&id.to_string())),
+            );
             self.deliver_error(dest, id, &error).await;
             return None;
         }
@@ -501,10 +504,7 @@ impl Session {
             if lifecycle::removed_in_modern(method) {
                 return Err(ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, format!("method `{method}` does not exist in protocol 2026-07-28")));
             }
-            let log_level = lifecycle::meta(params)
-                .and_then(|m| m.get(lifecycle::META_LOG_LEVEL))
-                .and_then(Value::as_str)
-                .and_then(LogLevel::parse);
+            let log_level = lifecycle::meta(params).and_then(|m| m.get(lifecycle::META_LOG_LEVEL)).and_then(Value::as_str).and_then(LogLevel::parse);
             return Ok(Era::Modern { log_level });
         }
         let mut legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
@@ -514,8 +514,7 @@ impl Session {
                 let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
                 let version = lifecycle::negotiate(requested);
                 legacy.version = Some(version);
-                legacy.client_capabilities =
-                    params.and_then(|p| p.get("capabilities")).and_then(Value::as_object).cloned().unwrap_or_default();
+                legacy.client_capabilities = params.and_then(|p| p.get("capabilities")).and_then(Value::as_object).cloned().unwrap_or_default();
                 legacy.client_info = crate::input::RequestContext::client_info_from(params.and_then(|p| p.get("clientInfo")));
                 Ok(Era::Legacy { version })
             }
@@ -609,11 +608,7 @@ impl Session {
         let outcome = match outcome {
             Some(Ok(outcome)) => outcome,
             Some(Err(panic)) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
                 tracing::error!(request = %crate::escape::Escaped(&jsonrpc::shortened(&id.to_string())), method = %crate::escape::Escaped(&method), panic = %crate::escape::Escaped(&what), "a request panicked");
                 Err(ErrorObject::new(jsonrpc::INTERNAL_ERROR, "internal error"))
             }

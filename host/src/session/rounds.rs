@@ -22,9 +22,7 @@ use super::methods::{call_result_json, required_str, route_error, to_json};
 use super::task_calls::CallMode;
 use super::{Era, Session};
 use crate::input::seal::{Binding, Round};
-use crate::input::{
-    InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, RequestEra, missing_capabilities,
-};
+use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, RequestEra, missing_capabilities};
 use crate::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, shortened};
 use crate::plugin::{CallContext, PluginError};
 use crate::protocol::{CacheHint, CacheScope, CallToolResult};
@@ -42,9 +40,18 @@ const READ_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::
 #[derive(Debug, Clone)]
 pub(super) enum Target {
     /// `arguments` is the JSON text of an object: written once here, handed to the plugin as is.
-    Tool { name: String, arguments: String },
-    Prompt { name: String, arguments: Vec<(String, String)>, raw: Value },
-    Read { uri: String },
+    Tool {
+        name: String,
+        arguments: String,
+    },
+    Prompt {
+        name: String,
+        arguments: Vec<(String, String)>,
+        raw: Value,
+    },
+    Read {
+        uri: String,
+    },
 }
 
 /// A finished request: its result and the cache hint it carries on 2026-07-28.
@@ -123,8 +130,7 @@ impl Session {
             Era::Modern { .. } => {
                 let mut context = RequestContext::local(super::MODERN_VERSIONS[0]);
                 context.era = RequestEra::Stateless;
-                context.client_capabilities =
-                    meta.get(META_CLIENT_CAPABILITIES).and_then(Value::as_object).cloned().unwrap_or_default();
+                context.client_capabilities = meta.get(META_CLIENT_CAPABILITIES).and_then(Value::as_object).cloned().unwrap_or_default();
                 context.client_info = RequestContext::client_info_from(meta.get(lifecycle::META_CLIENT_INFO));
                 context
             }
@@ -228,7 +234,10 @@ impl Session {
                 // What grew since the round was sealed is the client's answers: too many to carry
                 // is the client's to fix (answer every request at once).
                 let sealed = key.seal_for(&binding(&plugin, target, &arguments, caller.as_deref()), &round, self.server.state_ttl).map_err(|too_large| {
-                    ErrorObject::new(INVALID_PARAMS, format!("the answers given so far cannot be carried: {too_large}; answer every request of the round at once"))
+                    ErrorObject::new(
+                        INVALID_PARAMS,
+                        format!("the answers given so far cannot be carried: {too_large}; answer every request of the round at once"),
+                    )
                 })?;
                 return Ok(Opened::AskAgain(input_required_result(&round.requests, sealed)));
             }
@@ -245,7 +254,14 @@ impl Session {
     /// the plugin asks, and the answers cover every key it asked, it runs once more with the
     /// answers to exactly those keys (under the methods it named, checked like any answer);
     /// other keys are dropped. Otherwise the answers are ignored and the question goes back.
-    async fn serve_stateless(&self, target: &Target, context: RequestContext, unsealed: Map<String, Value>, era: Era, cx: &CallContext) -> Result<Finished, ErrorObject> {
+    async fn serve_stateless(
+        &self,
+        target: &Target,
+        context: RequestContext,
+        unsealed: Map<String, Value>,
+        era: Era,
+        cx: &CallContext,
+    ) -> Result<Finished, ErrorObject> {
         let run = cx.clone().with_request(context.clone());
         let (plugin, outcome) = self.run_once(target, era, &run).await?;
         let required = match outcome {
@@ -258,11 +274,8 @@ impl Session {
         }
         refuse_undeclared(&required, &context.client_capabilities, &plugin)?;
         let mut answered = context.clone();
-        answered.input_responses = required
-            .requests
-            .iter()
-            .map(|r| InputResponse { key: r.key.clone(), method: r.method, result: unsealed[&r.key].clone() })
-            .collect();
+        answered.input_responses =
+            required.requests.iter().map(|r| InputResponse { key: r.key.clone(), method: r.method, result: unsealed[&r.key].clone() }).collect();
         answered.state = required.state;
         let run = cx.clone().with_request(answered);
         let (plugin, outcome) = self.run_once(target, era, &run).await?;
@@ -275,7 +288,13 @@ impl Session {
     /// The sealed `input_required` answer to a 2026-07-28 run that needs input. A round too
     /// large to seal (it would not open again) is the plugin's malformed output: a tool call
     /// ends with an error result, other methods with an error.
-    pub(super) fn answer_input_required(&self, target: &Target, plugin: &str, context: &RequestContext, required: InputRequired) -> Result<Finished, ErrorObject> {
+    pub(super) fn answer_input_required(
+        &self,
+        target: &Target,
+        plugin: &str,
+        context: &RequestContext,
+        required: InputRequired,
+    ) -> Result<Finished, ErrorObject> {
         refuse_undeclared(&required, &context.client_capabilities, plugin)?;
         let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
         let arguments = target.arguments();
@@ -511,11 +530,8 @@ pub(super) fn refuse_undeclared(required: &InputRequired, declared: &Map<String,
 
 fn missing_capability(who: &str, missing: Map<String, Value>) -> ErrorObject {
     let names: Vec<&str> = missing.keys().map(String::as_str).collect();
-    ErrorObject::new(
-        MISSING_REQUIRED_CLIENT_CAPABILITY,
-        format!("{who} needs the client capabilities {}, which this client did not declare", names.join(", ")),
-    )
-    .with_data(json!({"requiredCapabilities": missing}))
+    ErrorObject::new(MISSING_REQUIRED_CLIENT_CAPABILITY, format!("{who} needs the client capabilities {}, which this client did not declare", names.join(", ")))
+        .with_data(json!({"requiredCapabilities": missing}))
 }
 
 /// A request's params as a legacy client receives them: URL elicitations carry an

@@ -212,9 +212,6 @@ fn differs(before: &Router, after: &Router, kind: ListKind) -> bool {
     match kind {
         ListKind::Tools => json(before.tools()) != json(after.tools()),
         ListKind::Prompts => json(before.prompts()) != json(after.prompts()),
-        ListKind::Resources => {
-            json(before.resources()) != json(after.resources())
-                || json(before.resource_templates()) != json(after.resource_templates())
-        }
+        ListKind::Resources => json(before.resources()) != json(after.resources()) || json(before.resource_templates()) != json(after.resource_templates()),
     }
 }

@@ -81,7 +81,12 @@ impl Filter {
             Some(Value::Array(ids)) if ids.len() <= MAX_RESOURCE_SUBSCRIPTIONS && ids.iter().all(|id| id.as_str().is_some_and(|id| id.len() <= 128)) => {
                 filter.tasks.extend(ids.iter().filter_map(Value::as_str).map(str::to_owned));
             }
-            Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`notifications.taskIds` must be a list of at most {MAX_RESOURCE_SUBSCRIPTIONS} task ids"))),
+            Some(_) => {
+                return Err(ErrorObject::new(
+                    INVALID_PARAMS,
+                    format!("`notifications.taskIds` must be a list of at most {MAX_RESOURCE_SUBSCRIPTIONS} task ids"),
+                ));
+            }
         }
         Ok(filter)
     }
@@ -167,10 +172,7 @@ fn covers(followed: &str, updated: &str) -> bool {
 
 /// The acknowledgement a listen request gets before anything else.
 pub(crate) fn acknowledgement(filter: &Filter, tag: &Id) -> String {
-    notification_line(
-        "notifications/subscriptions/acknowledged",
-        json!({"_meta": {META_SUBSCRIPTION_ID: tag.to_value()}, "notifications": filter.honoured()}),
-    )
+    notification_line("notifications/subscriptions/acknowledged", json!({"_meta": {META_SUBSCRIPTION_ID: tag.to_value()}, "notifications": filter.honoured()}))
 }
 
 /// The result that ends a listen request the server tears down (at the end of input).

@@ -58,9 +58,13 @@ const TASKS_PAGE: usize = 100;
 pub(super) enum CallMode {
     Direct,
     /// 2025-11-25, with the time to live the client asked for.
-    Experimental { ttl: Option<Duration> },
+    Experimental {
+        ttl: Option<Duration>,
+    },
     /// 2026-07-28 with the extension declared; `required` when the tool only runs as a task.
-    Extension { required: bool },
+    Extension {
+        required: bool,
+    },
 }
 
 /// Whether the client declared the tasks extension on this 2026-07-28 request.
@@ -76,7 +80,13 @@ pub(super) fn extension_missing() -> ErrorObject {
 
 impl Session {
     /// How a `tools/call` of `tool_support` is served, or the error that refuses it.
-    pub(super) fn call_mode(&self, params: Option<&Map<String, Value>>, era: Era, context: &RequestContext, support: Option<TaskSupport>) -> Result<CallMode, ErrorObject> {
+    pub(super) fn call_mode(
+        &self,
+        params: Option<&Map<String, Value>>,
+        era: Era,
+        context: &RequestContext,
+        support: Option<TaskSupport>,
+    ) -> Result<CallMode, ErrorObject> {
         let support = support.unwrap_or(TaskSupport::Forbidden);
         match era {
             Era::Legacy { version: "2025-11-25" } => {
@@ -246,7 +256,15 @@ impl Session {
 
     /// A 2026-07-28 task's life: each run's outcome either ends the task or parks it until the
     /// client answers through `tasks/update`, then the plugin runs again with the answers.
-    async fn run_extension_task(self: Arc<Self>, task: Arc<Task>, target: Target, mut context: RequestContext, era: Era, run: CallContext, mut pending: Pending) {
+    async fn run_extension_task(
+        self: Arc<Self>,
+        task: Arc<Task>,
+        target: Target,
+        mut context: RequestContext,
+        era: Era,
+        run: CallContext,
+        mut pending: Pending,
+    ) {
         self.task_changed(&task);
         let expires = tokio::time::Instant::from_std(task.expires());
         for _ in 0..super::MAX_ROUNDS {
@@ -320,7 +338,9 @@ impl Session {
         };
         let router = self.server.router();
         match router.call_tool(name, arguments, cx).await {
-            Ok((plugin, Outcome::Complete(result))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::Complete(Finished { result: call_result_json(result)?, cache: None })))),
+            Ok((plugin, Outcome::Complete(result))) => {
+                Ok((plugin.to_owned(), Ran::Outcome(Outcome::Complete(Finished { result: call_result_json(result)?, cache: None }))))
+            }
             Ok((plugin, Outcome::InputRequired(required))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::InputRequired(required)))),
             Err(RouteError::Plugin { plugin, error }) => match error {
                 PluginError::NotFound(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("unknown tool `{name}`"))),

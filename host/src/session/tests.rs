@@ -12,8 +12,8 @@ use super::{OutboundLimits, OutboundReceiver, Server, Session, outbound};
 use crate::input::{InputMethod, InputRequest, InputRequired, Outcome, StateKey};
 use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, ListKind, LogLevel, Plugin, PluginError};
 use crate::protocol::{
-    CacheHint, CacheScope, CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt,
-    PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    CacheHint, CacheScope, CallToolResult, Completion, CompletionRequest, CompletionTarget, ContentBlock, GetPromptResult, Prompt, PromptArgument,
+    PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
 };
 use crate::router::{Prefix, Router, RouterEntry};
 
@@ -105,9 +105,29 @@ impl FakePlugin {
     pub(crate) fn new() -> Arc<FakePlugin> {
         let catalog = Catalog {
             tools: [
-                "echo", "trap", "slow", "events", "missing", "gate", "obedient", "panic", "flood", "ask_name", "ask_three", "two_rounds",
-                "needs_sampling", "ask_forever", "structured_array", "announce", "refuse", "fail",
-                "background", "confirm", "task_error", "only_task", "greet_task",
+                "echo",
+                "trap",
+                "slow",
+                "events",
+                "missing",
+                "gate",
+                "obedient",
+                "panic",
+                "flood",
+                "ask_name",
+                "ask_three",
+                "two_rounds",
+                "needs_sampling",
+                "ask_forever",
+                "structured_array",
+                "announce",
+                "refuse",
+                "fail",
+                "background",
+                "confirm",
+                "task_error",
+                "only_task",
+                "greet_task",
             ]
             .into_iter()
             .map(tool)
@@ -184,7 +204,11 @@ impl Plugin for FakePlugin {
                             cx.request.state.as_deref().map(String::from_utf8_lossy),
                             cx.request.protocol_version
                         ))),
-                        None => Outcome::InputRequired(InputRequired { requests: vec![elicit("user_name", "What is your name?")], state: Some(b"asked".to_vec()), in_task: false }),
+                        None => Outcome::InputRequired(InputRequired {
+                            requests: vec![elicit("user_name", "What is your name?")],
+                            state: Some(b"asked".to_vec()),
+                            in_task: false,
+                        }),
                     });
                 }
                 "ask_three" => {
@@ -195,15 +219,24 @@ impl Plugin for FakePlugin {
                             capital["content"]["text"].as_str().unwrap_or("?"),
                             roots["roots"].as_array().map_or(0, Vec::len)
                         ))),
-                        _ => Outcome::InputRequired(InputRequired { requests: vec![elicit("name", "Name?"), sample("capital"), roots("roots")], state: None, in_task: false }),
+                        _ => Outcome::InputRequired(InputRequired {
+                            requests: vec![elicit("name", "Name?"), sample("capital"), roots("roots")],
+                            state: None,
+                            in_task: false,
+                        }),
                     });
                 }
                 "two_rounds" => {
                     return Ok(match (cx.request.state.as_deref(), answer(cx, "first"), answer(cx, "second")) {
-                        (None, _, _) => Outcome::InputRequired(InputRequired { requests: vec![elicit("first", "First?")], state: Some(b"round-1".to_vec()), in_task: false }),
+                        (None, _, _) => Outcome::InputRequired(InputRequired {
+                            requests: vec![elicit("first", "First?")],
+                            state: Some(b"round-1".to_vec()),
+                            in_task: false,
+                        }),
                         (Some(b"round-1"), Some(first), _) => Outcome::InputRequired(InputRequired {
                             requests: vec![elicit("second", "Second?")],
-                            state: Some(format!("round-2:{}", first["content"]["name"].as_str().unwrap_or("?")).into_bytes()), in_task: false,
+                            state: Some(format!("round-2:{}", first["content"]["name"].as_str().unwrap_or("?")).into_bytes()),
+                            in_task: false,
                         }),
                         (Some(state), _, Some(second)) => Outcome::Complete(text_result(format!(
                             "{} then {}",
@@ -276,7 +309,12 @@ impl Plugin for FakePlugin {
             let result = match tool {
                 "echo" => {
                     let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
-                    Ok(CallToolResult { content: vec![ContentBlock::text(args["text"].as_str().unwrap_or_default())], structured_content: None, is_error: false, meta: None })
+                    Ok(CallToolResult {
+                        content: vec![ContentBlock::text(args["text"].as_str().unwrap_or_default())],
+                        structured_content: None,
+                        is_error: false,
+                        meta: None,
+                    })
                 }
                 "trap" => Err(PluginError::Trap("wasm trap: unreachable".into())),
                 "refuse" => Err(PluginError::InvalidParams("no paths here".into())),
@@ -332,7 +370,13 @@ impl Plugin for FakePlugin {
     fn read_resource<'a>(&'a self, uri: &'a str, _cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         Box::pin(async move {
             if uri == "fake://readme" || uri == "fake://items/7" {
-                let contents = vec![ResourceContents { uri: uri.into(), mime_type: Some("text/plain".into()), text: Some(format!("contents of {uri}")), blob: None, meta: None }];
+                let contents = vec![ResourceContents {
+                    uri: uri.into(),
+                    mime_type: Some("text/plain".into()),
+                    text: Some(format!("contents of {uri}")),
+                    blob: None,
+                    meta: None,
+                }];
                 let cache = (uri == "fake://readme").then_some(CacheHint { ttl_ms: 5000, scope: CacheScope::Public });
                 Ok(Outcome::Complete(ReadResourceResult { contents, meta: None, cache }))
             } else {
@@ -341,7 +385,12 @@ impl Plugin for FakePlugin {
         })
     }
 
-    fn get_prompt<'a>(&'a self, _prompt: &'a str, arguments: &'a [(String, String)], cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
+    fn get_prompt<'a>(
+        &'a self,
+        _prompt: &'a str,
+        arguments: &'a [(String, String)],
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         Box::pin(async move {
             let mut name = arguments.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone()).unwrap_or_default();
             if name == "?" {
@@ -579,9 +628,29 @@ async fn lists_are_sorted_and_paged_with_cursors() {
     assert_eq!(
         names,
         [
-            "fake_announce", "fake_ask_forever", "fake_ask_name", "fake_ask_three", "fake_background", "fake_confirm", "fake_echo", "fake_events",
-            "fake_fail", "fake_flood", "fake_gate", "fake_greet_task", "fake_missing", "fake_needs_sampling", "fake_obedient", "fake_only_task",
-            "fake_panic", "fake_refuse", "fake_slow", "fake_structured_array", "fake_task_error", "fake_trap", "fake_two_rounds"
+            "fake_announce",
+            "fake_ask_forever",
+            "fake_ask_name",
+            "fake_ask_three",
+            "fake_background",
+            "fake_confirm",
+            "fake_echo",
+            "fake_events",
+            "fake_fail",
+            "fake_flood",
+            "fake_gate",
+            "fake_greet_task",
+            "fake_missing",
+            "fake_needs_sampling",
+            "fake_obedient",
+            "fake_only_task",
+            "fake_panic",
+            "fake_refuse",
+            "fake_slow",
+            "fake_structured_array",
+            "fake_task_error",
+            "fake_trap",
+            "fake_two_rounds"
         ]
     );
     let bad = h.ask(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"not-a-cursor"}}"#).await;
@@ -609,7 +678,11 @@ async fn tool_calls_map_every_outcome() {
     let no_name = h.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{}}"#).await;
     assert_eq!(no_name["error"]["code"], -32602);
     let failed = h.ask(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fake_fail"}}"#).await;
-    assert_eq!((&failed["result"]["isError"], &failed["result"]["content"][0]["text"]), (&json!(true), &json!("the disk is full")), "a failure is for the model: {failed}");
+    assert_eq!(
+        (&failed["result"]["isError"], &failed["result"]["content"][0]["text"]),
+        (&json!(true), &json!("the disk is full")),
+        "a failure is for the model: {failed}"
+    );
     let refused = h.ask(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fake_refuse"}}"#).await;
     assert_eq!(refused["error"], json!({"code": -32602, "message": "invalid params: no paths here"}), "a refusal is for the client: {refused}");
     let mut stateless = Harness::new();
@@ -724,7 +797,9 @@ async fn a_batch_holds_its_gathered_replies_charged_and_admits_no_more_than_its_
     let budget = std::sync::Arc::clone(h.session.server.budget());
     let text = "b".repeat(10 * 1024);
     let mut members = vec![r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"fake_gate"}}"#.to_owned()];
-    members.extend((1..400).map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"fake_echo","arguments":{{"text":"{text}"}}}}}}"#)));
+    members.extend(
+        (1..400).map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"fake_echo","arguments":{{"text":"{text}"}}}}}}"#)),
+    );
     h.send(&format!("[{}]", members.join(","))).await;
     let gathered = tokio::time::timeout(WAIT, async {
         loop {
@@ -1044,7 +1119,8 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
         client.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n").await.expect("write");
     });
     let mut lines = tokio::io::BufReader::new(client_out).lines();
-    let first: Value = serde_json::from_str(&tokio::time::timeout(WAIT, lines.next_line()).await.expect("in time").expect("read").expect("line")).expect("json");
+    let first: Value =
+        serde_json::from_str(&tokio::time::timeout(WAIT, lines.next_line()).await.expect("in time").expect("read").expect("line")).expect("json");
     assert_eq!(first["error"]["code"], -32600);
     let second: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
     assert_eq!(second["id"], 9);

@@ -31,10 +31,13 @@ async fn a_log_flood_is_cut_to_the_call_budget_and_counted() {
     let plugin = load(&rt, "fixture", Grant::default()).await;
     let (out, events) = events_of(&plugin, "log_flood", json!({"count": 20_000, "bytes": 16_384})).await;
     assert_eq!(out, "logged");
-    let bytes: usize = events.iter().map(|e| match e {
-        CallEvent::Log { data, .. } => data.len(),
-        _ => 0,
-    }).sum();
+    let bytes: usize = events
+        .iter()
+        .map(|e| match e {
+            CallEvent::Log { data, .. } => data.len(),
+            _ => 0,
+        })
+        .sum();
     assert!(events.len() <= 1000, "{} log events passed", events.len());
     assert!(bytes <= 1 << 20, "{bytes} bytes of logs passed");
     assert!(plugin.refusals().count(RefusalKind::Log) >= 19_000, "{:?}", plugin.refusals().snapshot());

@@ -29,13 +29,7 @@ fn text_wasm() -> PathBuf {
 
 /// A runtime whose cache is `dir`; it reports no cache dir when the folder is refused.
 fn runtime_at(dir: &Path) -> Runtime {
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.to_path_buf()),
-        pooling: false,
-        max_instances: 8,
-        ..RuntimeOptions::default()
-    })
-    .expect("runtime")
+    Runtime::new(RuntimeOptions { cache_dir: Some(dir.to_path_buf()), pooling: false, max_instances: 8, ..RuntimeOptions::default() }).expect("runtime")
 }
 
 async fn load_from(rt: &Runtime, id: &str, wasm: &Path) -> (WasmPlugin, CacheOutcome) {

@@ -108,11 +108,7 @@ async fn host_log_and_progress_reach_the_call_context() {
     assert_eq!(
         events,
         vec![
-            CallEvent::Log {
-                level: LogLevel::Info,
-                logger: Some("fixture".into()),
-                data: "hello from the guest".into()
-            },
+            CallEvent::Log { level: LogLevel::Info, logger: Some("fixture".into()), data: "hello from the guest".into() },
             CallEvent::Progress { progress: 1.0, total: Some(2.0), message: Some("halfway".into()) },
             CallEvent::Progress { progress: 2.0, total: Some(2.0), message: None },
         ]
@@ -160,12 +156,8 @@ async fn resources_prompts_and_completion_are_served() {
     let prompt = tokio::time::timeout(WAIT, plugin.get_prompt("greet", &args, &cx)).await.expect("in time").expect("prompt");
     let prompt = prompt.into_complete().expect("complete");
     assert!(matches!(&prompt.messages[0].content, ContentBlock::Text { text, .. } if text == "Hello, Ada!"));
-    let request = CompletionRequest {
-        target: CompletionTarget::Prompt("greet".into()),
-        argument_name: "who".into(),
-        argument_value: "b".into(),
-        context: vec![],
-    };
+    let request =
+        CompletionRequest { target: CompletionTarget::Prompt("greet".into()), argument_name: "who".into(), argument_value: "b".into(), context: vec![] };
     let done = tokio::time::timeout(WAIT, plugin.complete(&request, &cx)).await.expect("in time").expect("complete");
     assert_eq!(done.values, vec!["bob".to_owned()]);
 }
@@ -197,10 +189,7 @@ async fn guest_output_never_reaches_stdout() {
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("1 passed"), "the child test did not run:\n{stdout}");
     assert!(!stdout.contains("FIXTURE-STD"), "guest output reached stdout:\n{stdout}");
-    assert!(
-        stderr.contains("FIXTURE-STDOUT line 0") && stderr.contains("FIXTURE-STDERR line 0"),
-        "guest output is not in the log:\n{stderr}"
-    );
+    assert!(stderr.contains("FIXTURE-STDOUT line 0") && stderr.contains("FIXTURE-STDERR line 0"), "guest output is not in the log:\n{stderr}");
     // 3000 lines of each stream is far more than the per-call budget: the rest was dropped.
     assert!(!stderr.contains("FIXTURE-STDOUT line 2999"), "guest output is not bounded");
 }

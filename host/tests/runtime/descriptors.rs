@@ -24,8 +24,8 @@ fn opened(answer: &str) -> u64 {
 #[tokio::test]
 async fn one_plugin_cannot_spend_the_descriptors_another_plugin_needs() {
     let cache = repo_root().join("target/paddock-test-cache");
-    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, max_descriptors: Some(300), ..RuntimeOptions::default() })
-        .expect("runtime");
+    let rt =
+        Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, max_descriptors: Some(300), ..RuntimeOptions::default() }).expect("runtime");
     assert_eq!(rt.descriptor_budget(), 300);
     let (greedy_dir, modest_dir) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
     let greedy = load(&rt, "greedy", writable(&greedy_dir, 200)).await;
@@ -65,8 +65,8 @@ async fn one_plugin_cannot_spend_the_descriptors_another_plugin_needs() {
 #[tokio::test]
 async fn plugins_spending_their_whole_budgets_never_take_what_another_plugin_was_reserved() {
     let cache = repo_root().join("target/paddock-test-cache");
-    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, max_descriptors: Some(300), ..RuntimeOptions::default() })
-        .expect("runtime");
+    let rt =
+        Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, max_descriptors: Some(300), ..RuntimeOptions::default() }).expect("runtime");
     let dirs: Vec<tempfile::TempDir> = (0..5).map(|_| tempfile::tempdir().expect("dir")).collect();
     // Loaded first, the modest plugin's 64 are its own; the greedy ones ask 300 between them.
     let modest = load(&rt, "modest", writable(&dirs[0], 64)).await;

@@ -17,13 +17,8 @@ const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// A runtime whose resolver answers from `resolver` (and the test cache).
 fn runtime_resolving(resolver: FixedResolver) -> Runtime {
     let cache = repo_root().join("target/paddock-test-cache");
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache),
-        max_instances: 64,
-        resolver: Some(Arc::new(resolver)),
-        ..RuntimeOptions::default()
-    })
-    .expect("runtime")
+    Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, resolver: Some(Arc::new(resolver)), ..RuntimeOptions::default() })
+        .expect("runtime")
 }
 
 /// A loopback server that answers every request with 200 and, as the body, the request head it
@@ -134,10 +129,8 @@ async fn a_secret_reaches_exactly_its_target_and_replaces_what_the_plugin_set() 
     });
     let plugin = load(&runtime(), "secretive", grant).await;
 
-    let seen = ok_text(
-        call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/", with_secret.port()), "header": "Authorization: forged"})).await,
-    )
-    .to_ascii_lowercase();
+    let seen = ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/", with_secret.port()), "header": "Authorization: forged"})).await)
+        .to_ascii_lowercase();
     assert!(seen.contains("authorization: bearer s3cret-value\r\n"), "{seen}");
     assert!(!seen.contains("forged"), "the plugin's own header is replaced: {seen}");
     assert_eq!(seen.matches("authorization:").count(), 1, "{seen}");
@@ -155,13 +148,11 @@ async fn response_bytes_are_charged_to_the_call() {
     let mut grant = network(&[format!("http://127.0.0.1:{}", big.port()), format!("http://127.0.0.1:{}", small.port())]);
     grant.limits.memory = 8 << 20;
     let plugin = load(&runtime(), "downloader", grant).await;
-    let refused =
-        error_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/", big.port()), "discard": true})).await);
+    let refused = error_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/", big.port()), "discard": true})).await);
     // The guest sees its body stream fail; the host records why.
     assert!(refused.starts_with("http: StreamError::LastOperationFailed"), "{refused}");
     assert_eq!(plugin.refusals().count(RefusalKind::Resources), 1, "{:?}", plugin.refusals().snapshot());
-    let fetched =
-        ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/", small.port()), "discard": true})).await);
+    let fetched = ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/", small.port()), "discard": true})).await);
     assert_eq!(fetched, format!("200 {}", 1 << 20));
 }
 

@@ -35,16 +35,8 @@ fn files_grant() -> (Grant, Dirs) {
     let ro = tempfile::tempdir().expect("ro");
     std::fs::write(ro.path().join("notes.txt"), "read-only notes").expect("seed");
     let mut grant = Grant::default();
-    grant.files.push(FsGrant {
-        host: rw.path().canonicalize().expect("rw"),
-        guest: "/data".into(),
-        mode: FsMode::ReadWrite,
-    });
-    grant.files.push(FsGrant {
-        host: ro.path().canonicalize().expect("ro"),
-        guest: "/ro".into(),
-        mode: FsMode::ReadOnly,
-    });
+    grant.files.push(FsGrant { host: rw.path().canonicalize().expect("rw"), guest: "/data".into(), mode: FsMode::ReadWrite });
+    grant.files.push(FsGrant { host: ro.path().canonicalize().expect("ro"), guest: "/ro".into(), mode: FsMode::ReadOnly });
     (grant, Dirs { rw, ro })
 }
 
@@ -87,8 +79,7 @@ async fn http_server(body: &'static str) -> SocketAddr {
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let _ = socket.read(&mut buf).await;
-                let reply =
-                    format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let reply = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
                 let _ = socket.write_all(reply.as_bytes()).await;
             });
         }
@@ -104,19 +95,15 @@ async fn http_reaches_a_granted_target_and_is_denied_others() {
     let mut grant = Grant::default();
     grant.network = OutboundRules::parse(&[format!("http://127.0.0.1:{}", granted.port())]).expect("pattern");
     let plugin = load(&rt, "fixture", grant).await;
-    let ok =
-        ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/hello", granted.port())})).await);
+    let ok = ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/hello", granted.port())})).await);
     assert_eq!(ok, "200 hello from the granted server");
-    for url in [
-        format!("http://127.0.0.1:{}/", other.port()),
-        format!("http://localhost:{}/", granted.port()),
-        format!("https://127.0.0.1:{}/", granted.port()),
-    ] {
+    for url in
+        [format!("http://127.0.0.1:{}/", other.port()), format!("http://localhost:{}/", granted.port()), format!("https://127.0.0.1:{}/", granted.port())]
+    {
         let refused = error_text(call(&plugin, "http_get", json!({"url": url})).await);
         assert!(refused.contains("HttpRequestDenied"), "{url}: {refused}");
     }
     let bare = load(&rt, "bare", Grant::default()).await;
-    let refused =
-        error_text(call(&bare, "http_get", json!({"url": format!("http://127.0.0.1:{}/", granted.port())})).await);
+    let refused = error_text(call(&bare, "http_get", json!({"url": format!("http://127.0.0.1:{}/", granted.port())})).await);
     assert!(refused.contains("HttpRequestDenied"), "{refused}");
 }

@@ -24,11 +24,8 @@ async fn a_plugin_asks_by_key_and_gets_the_answer_and_its_state_back_in_a_fresh_
     assert_eq!(request.params["requestedSchema"]["required"], json!(["name"]));
 
     let mut context = RequestContext::local("2025-11-25");
-    context.input_responses = vec![InputResponse {
-        key: "user_name".into(),
-        method: InputMethod::ElicitForm,
-        result: json!({"action": "accept", "content": {"name": "Ada"}}),
-    }];
+    context.input_responses =
+        vec![InputResponse { key: "user_name".into(), method: InputMethod::ElicitForm, result: json!({"action": "accept", "content": {"name": "Ada"}}) }];
     context.state = required.state.clone();
     let retry = CallContext::detached("retry").with_request(context.clone());
     assert_eq!(ok_text(call_with(&plugin, "ask_name", json!({}), &retry).await), "Hello, Ada (asked by the fixture)");
@@ -49,10 +46,7 @@ async fn the_plugin_sees_the_protocol_the_client_and_the_request_meta() {
     context.era = RequestEra::Stateless;
     context.client_capabilities = json!({"sampling": {"tools": {}}}).as_object().cloned().expect("object");
     context.client_info = RequestContext::client_info_from(Some(&json!({"name": "inspector", "version": "2.12"})));
-    context.meta = json!({"progressToken": 7, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
-        .as_object()
-        .cloned()
-        .expect("object");
+    context.meta = json!({"progressToken": 7, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}).as_object().cloned().expect("object");
     context.has_progress_token = true;
     context.trace = RequestContext::trace_from(&context.meta);
     let cx = CallContext::detached("context").with_request(context);

@@ -14,9 +14,7 @@ use super::*;
 async fn a_second_load_hits_the_cache_and_a_corrupt_entry_is_recompiled() {
     let cache = tempfile::tempdir().expect("cache dir");
     let dir = cache.path().join("nested");
-    let rt =
-        Runtime::new(RuntimeOptions { cache_dir: Some(dir.clone()), max_instances: 16, ..RuntimeOptions::default() })
-            .expect("runtime");
+    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(dir.clone()), max_instances: 16, ..RuntimeOptions::default() }).expect("runtime");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -61,14 +59,16 @@ async fn files_with_the_same_content_are_compiled_once() {
     std::fs::copy(fixture_wasm("other_world"), p.join("other.wasm")).expect("copy");
     std::fs::write(p.join("paddock.toml"), config_text).expect("config");
     let cache = tempfile::tempdir().expect("cache");
-    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache.path().to_path_buf()), max_instances: 16, ..RuntimeOptions::default() })
-        .expect("runtime");
+    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache.path().to_path_buf()), max_instances: 16, ..RuntimeOptions::default() }).expect("runtime");
     let report = tokio::time::timeout(WAIT, load_folder(&rt, p, &Config::load(p, None))).await.expect("in time");
     let ids: Vec<&str> = report.plugins.iter().map(|l| l.id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c", "d"], "{:?}", report.problems);
     assert_eq!(report.problems.len(), 1, "the other world is refused after compiling: {:?}", report.problems);
     assert_eq!(report.components, 2, "four copies of one file and one other file are two components");
-    assert_eq!(std::fs::read_dir(cache.path()).expect("cache").filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count(), 2);
+    assert_eq!(
+        std::fs::read_dir(cache.path()).expect("cache").filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count(),
+        2
+    );
     for loaded in &report.plugins {
         assert_eq!(ok_text(call(&loaded.plugin, "echo", json!({"text": loaded.id})).await), loaded.id, "each copy is its own plugin");
     }
@@ -84,10 +84,13 @@ async fn bad_files_are_reported_while_good_plugins_load() {
     std::fs::copy(fixture_wasm("fixture"), p.join("bad name.wasm")).expect("copy");
     let noise: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     std::fs::write(p.join("broken.wasm"), noise).expect("write");
-    std::fs::write(p.join("truncated.wasm"), &std::fs::read(fixture_wasm("fixture")).expect("read")[..1000])
-        .expect("write");
+    std::fs::write(p.join("truncated.wasm"), &std::fs::read(fixture_wasm("fixture")).expect("read")[..1000]).expect("write");
     std::fs::write(p.join("core.wasm"), b"\0asm\x01\0\0\0").expect("write");
-    std::fs::write(p.join("granted.toml"), "files = [{ host = \"/definitely/not/here\", guest = \"data\", mode = \"rx\" }]\nnetwork = [\"ftp://\"]\nbogus = 1\n").expect("write");
+    std::fs::write(
+        p.join("granted.toml"),
+        "files = [{ host = \"/definitely/not/here\", guest = \"data\", mode = \"rx\" }]\nnetwork = [\"ftp://\"]\nbogus = 1\n",
+    )
+    .expect("write");
     let config = Config::load(p, None);
     let rt = runtime();
     let report = tokio::time::timeout(WAIT, load_folder(&rt, p, &config)).await.expect("in time");
@@ -135,8 +138,7 @@ async fn a_grant_over_the_host_memory_cap_is_refused() {
 #[tokio::test]
 async fn inspect_shows_exports_and_requests() {
     let rt = runtime();
-    let seen =
-        tokio::time::timeout(WAIT, inspect(&rt, &fixture_wasm("fixture"))).await.expect("in time").expect("inspect");
+    let seen = tokio::time::timeout(WAIT, inspect(&rt, &fixture_wasm("fixture"))).await.expect("in time").expect("inspect");
     assert_eq!(seen.catalog.tools.len(), 30);
     assert_eq!(seen.catalog.info.requests.network, vec!["http://127.0.0.1:*".to_owned()]);
     assert_eq!(seen.catalog.info.requests.env, vec!["GRANTED_VAR".to_owned()]);
@@ -149,8 +151,7 @@ async fn inspect_shows_exports_and_requests() {
 #[tokio::test]
 async fn pooling_is_used_and_on_demand_allocation_works_too() {
     assert!(runtime().is_pooling(), "the pooling allocator could not be set up with the default sizes");
-    let rt =
-        Runtime::new(RuntimeOptions { pooling: false, no_cache: true, ..RuntimeOptions::default() }).expect("runtime");
+    let rt = Runtime::new(RuntimeOptions { pooling: false, no_cache: true, ..RuntimeOptions::default() }).expect("runtime");
     assert!(!rt.is_pooling());
     assert!(rt.cache_dir().is_none());
     let plugin = load(&rt, "fixture", Grant::default()).await;
@@ -175,8 +176,7 @@ async fn the_pool_is_sized_to_the_folders_concurrency_and_every_plugin_reaches_i
     let instances = instances_for_folder(p, &config);
     assert_eq!(instances, 2 + 1 + 3 + 1);
     let cache = repo_root().join("target/paddock-test-cache");
-    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: instances, ..RuntimeOptions::default() })
-        .expect("runtime");
+    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: instances, ..RuntimeOptions::default() }).expect("runtime");
     let report = tokio::time::timeout(WAIT, load_folder(&rt, p, &config)).await.expect("in time");
     assert_eq!(report.plugins.len(), 2, "{:?}", report.problems);
 

@@ -50,8 +50,7 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
 /// A runtime with a cache shared by the tests of this run (each plugin compiles once).
 pub fn runtime() -> Runtime {
     let cache = repo_root().join("target/paddock-test-cache");
-    Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, ..RuntimeOptions::default() })
-        .expect("runtime")
+    Runtime::new(RuntimeOptions { cache_dir: Some(cache), max_instances: 64, ..RuntimeOptions::default() }).expect("runtime")
 }
 
 /// Loads the fixture as plugin `id` with `grant`.
@@ -68,12 +67,7 @@ pub async fn call(plugin: &WasmPlugin, tool: &str, args: serde_json::Value) -> R
 }
 
 /// Calls a tool with `cx`, under the test timeout.
-pub async fn call_with(
-    plugin: &WasmPlugin,
-    tool: &str,
-    args: serde_json::Value,
-    cx: &CallContext,
-) -> Result<CallToolResult, PluginError> {
+pub async fn call_with(plugin: &WasmPlugin, tool: &str, args: serde_json::Value, cx: &CallContext) -> Result<CallToolResult, PluginError> {
     let outcome = outcome_with(plugin, tool, args, cx).await?;
     Ok(outcome.into_complete().expect("the tool completes without asking for input"))
 }

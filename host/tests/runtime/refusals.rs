@@ -36,12 +36,7 @@ impl Captured {
     pub(crate) fn start() -> Captured {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = Sink(lines.clone());
-        let subscriber = tracing_subscriber::fmt()
-            .json()
-            .flatten_event(true)
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || sink.clone())
-            .finish();
+        let subscriber = tracing_subscriber::fmt().json().flatten_event(true).with_max_level(tracing::Level::WARN).with_writer(move || sink.clone()).finish();
         let guard = tracing::subscriber::set_default(subscriber);
         // Another test thread may have registered a callsite while this subscriber was being
         // installed, caching an interest that leaves it out; recompute every callsite's interest
@@ -136,10 +131,7 @@ async fn a_symlink_leading_out_of_its_grant_is_refused_and_recorded() {
     assert!(std::fs::symlink_metadata(dirs.rw.path().join("absolute")).is_err(), "the absolute symlink was made");
 
     assert_eq!(plugin.refusals().count(RefusalKind::File), 3, "{:?}", plugin.refusals().snapshot());
-    assert_eq!(
-        log.attempts(RefusalKind::File),
-        ["open-at /data/escape/etc/passwd", "open-at /data/planted/passwd", "symlink-at /data/absolute -> /etc"]
-    );
+    assert_eq!(log.attempts(RefusalKind::File), ["open-at /data/escape/etc/passwd", "open-at /data/planted/passwd", "symlink-at /data/absolute -> /etc"]);
 }
 
 #[tokio::test]

@@ -85,11 +85,7 @@ fn get_once(url: &str) -> Result<Hop, String> {
     {
         return Ok(Hop::Redirect(String::from_utf8_lossy(location).into_owned()));
     }
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .first()
-        .map(|v| String::from_utf8_lossy(v).into_owned());
+    let content_type = response.headers().get("content-type").first().map(|v| String::from_utf8_lossy(v).into_owned());
     let body = response.consume().map_err(|()| "the response has no body")?;
     let stream = body.stream().map_err(|()| "the body has no stream")?;
     let mut bytes = Vec::new();

@@ -128,7 +128,13 @@ struct Stat {
 #[tool(read_only)]
 fn stat(args: PathArg) -> Result<Json<Stat>, String> {
     let meta = std::fs::metadata(&args.path).map_err(|e| format!("cannot stat `{}`: {e}", args.path))?;
-    let kind = if meta.is_file() { "file" } else if meta.is_dir() { "dir" } else { "other" };
+    let kind = if meta.is_file() {
+        "file"
+    } else if meta.is_dir() {
+        "dir"
+    } else {
+        "other"
+    };
     Ok(Json(Stat { kind: kind.to_owned(), size: meta.len(), readonly: meta.permissions().readonly() }))
 }
 

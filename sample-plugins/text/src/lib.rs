@@ -79,7 +79,10 @@ struct Base64Arg {
 #[tool(read_only, idempotent)]
 fn base64_decode(args: Base64Arg) -> Result<String, String> {
     use base64::Engine;
-    let engine = base64::engine::GeneralPurpose::new(&base64::alphabet::STANDARD, base64::engine::GeneralPurposeConfig::new().with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent));
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new().with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
     let bytes = engine.decode(args.data.trim()).map_err(|e| format!("not base64: {e}"))?;
     String::from_utf8(bytes).map_err(|_| "the decoded bytes are not UTF-8 text".to_owned())
 }

@@ -165,7 +165,8 @@ impl Connection {
 
     /// `GET path`, answered with a body that is read as it comes (an event stream).
     pub async fn open_stream(&mut self, path: &str) -> Result<(StatusCode, hyper::body::Incoming)> {
-        let request = Request::get(path).header(http::header::HOST, &self.authority).header(http::header::ACCEPT, "text/event-stream").body(Full::new(Bytes::new()))?;
+        let request =
+            Request::get(path).header(http::header::HOST, &self.authority).header(http::header::ACCEPT, "text/event-stream").body(Full::new(Bytes::new()))?;
         timeout(WAIT, async {
             self.sender.ready().await?;
             let response = self.sender.send_request(request).await?;
@@ -325,7 +326,8 @@ pub async fn load(addr: SocketAddr, era: Era, connections: usize, window: Durati
 
 /// One HTTP round: both servers running, each case measured on Paddock then on native.
 pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, window: Duration) -> Result<[HttpFigures; 2]> {
-    let servers = [HttpServer::start(paddock, runtime).context("start paddock over HTTP")?, HttpServer::start(native, runtime).context("start native-echo over HTTP")?];
+    let servers =
+        [HttpServer::start(paddock, runtime).context("start paddock over HTTP")?, HttpServer::start(native, runtime).context("start native-echo over HTTP")?];
     let mut figures: [HttpFigures; 2] = Default::default();
     for (era, connections) in CASES {
         for (server, figures) in servers.iter().zip(figures.iter_mut()) {

@@ -123,10 +123,24 @@ pub struct LoadSetup<'a> {
 /// The HTTP host's command.
 fn http_command(setup: &LoadSetup<'_>) -> Vec<String> {
     let budget = format!("{}MiB", setup.budget_mib);
-    [setup.paddock, "--log-format", "json", "serve", setup.plugins, "--http", "127.0.0.1:0", "--memory-budget", &budget, "--max-connections", "4096", "--max-sessions", "2048"]
-        .into_iter()
-        .map(str::to_owned)
-        .collect()
+    [
+        setup.paddock,
+        "--log-format",
+        "json",
+        "serve",
+        setup.plugins,
+        "--http",
+        "127.0.0.1:0",
+        "--memory-budget",
+        &budget,
+        "--max-connections",
+        "4096",
+        "--max-sessions",
+        "2048",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
 }
 
 /// Runs the load once.
@@ -205,13 +219,29 @@ async fn drive(setup: &LoadSetup<'_>, addr: SocketAddr, pid: u32) -> Result<Load
     }
     sampler.abort();
     let rss_peak_mb = (peak_kib.load(Ordering::Relaxed) as f64 / 1024.0).max(crate::measure::peak_rss_mb(pid).unwrap_or(0.0));
-    let figures = LoadFigures { tallies, seconds: setup.seconds, budget_mib: setup.budget_mib, rss_before_mb, rss_peak_mb, stdio_rss_peak_mb, open_seconds, cpu_http_s, cpu_stdio_s, cpu_harness_s };
+    let figures = LoadFigures {
+        tallies,
+        seconds: setup.seconds,
+        budget_mib: setup.budget_mib,
+        rss_before_mb,
+        rss_peak_mb,
+        stdio_rss_peak_mb,
+        open_seconds,
+        cpu_http_s,
+        cpu_stdio_s,
+        cpu_harness_s,
+    };
     let (lost, duplicated): (u64, u64) = figures.tallies.iter().fold((0, 0), |(l, d), (_, t)| (l + t.lost, d + t.duplicated));
     if lost > 0 || duplicated > 0 {
         report(&figures);
         bail!("{lost} replies were lost and {duplicated} duplicated");
     }
-    ensure!(figures.rss_peak_mb <= setup.budget_mib as f64, "the HTTP host's RSS reached {:.0} MiB, over its {} MiB budget", figures.rss_peak_mb, setup.budget_mib);
+    ensure!(
+        figures.rss_peak_mb <= setup.budget_mib as f64,
+        "the HTTP host's RSS reached {:.0} MiB, over its {} MiB budget",
+        figures.rss_peak_mb,
+        setup.budget_mib
+    );
     Ok(figures)
 }
 

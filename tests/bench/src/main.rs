@@ -200,10 +200,8 @@ fn main() -> Result<()> {
     let run = |section| args.only.contains(&section);
     let paddock = args.paddock.display().to_string();
     let native = native_echo()?.display().to_string();
-    let mut stdio_targets = vec![
-        Target::echo("paddock", vec![paddock.clone(), "serve".into(), args.plugins.display().to_string()]),
-        Target::echo("native", vec![native.clone()]),
-    ];
+    let mut stdio_targets =
+        vec![Target::echo("paddock", vec![paddock.clone(), "serve".into(), args.plugins.display().to_string()]), Target::echo("native", vec![native.clone()])];
     for peer in &args.peers {
         stdio_targets.push(Target::peer(peer)?);
     }
@@ -232,7 +230,10 @@ fn main() -> Result<()> {
     let startup_folders = if run(Section::Startup) {
         let template = std::fs::read(&startup_template).with_context(|| format!("read {}", startup_template.display()))?;
         let text = std::fs::read(&text_wasm).with_context(|| format!("read {}", text_wasm.display()))?;
-        startup_counts.iter().map(|&count| Ok((count, startup::plugin_folder(&template, count, &text, args.startup_padding_mib << 20)?))).collect::<Result<Vec<_>>>()?
+        startup_counts
+            .iter()
+            .map(|&count| Ok((count, startup::plugin_folder(&template, count, &text, args.startup_padding_mib << 20)?)))
+            .collect::<Result<Vec<_>>>()?
     } else {
         Vec::new()
     };
@@ -270,7 +271,13 @@ fn main() -> Result<()> {
         eprintln!("paddock-bench: round {number}/{} done ({:.1} s so far)", args.rounds, started.elapsed().as_secs_f64());
     }
     let load_figures = if run(Section::Load) {
-        let setup = load::LoadSetup { paddock: &paddock, plugins: &args.plugins.display().to_string(), clients: args.load_clients, seconds: args.load_seconds, budget_mib: args.load_budget_mib };
+        let setup = load::LoadSetup {
+            paddock: &paddock,
+            plugins: &args.plugins.display().to_string(),
+            clients: args.load_clients,
+            seconds: args.load_seconds,
+            budget_mib: args.load_budget_mib,
+        };
         let figures = load::run(&setup, &runtime).context("the load section")?;
         eprintln!("paddock-bench: load done ({:.1} s so far)", started.elapsed().as_secs_f64());
         Some(figures)
@@ -406,7 +413,8 @@ fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
     let mut rows = Vec::new();
     for (index, (era, connections)) in CASES.iter().enumerate() {
         let pick = |figure: fn(&http::LoadFigures) -> f64| results.medians(|r| figure(&r.loads[index]));
-        for (what, figure) in [("requests/s", (|f| f.requests_per_s) as fn(&http::LoadFigures) -> f64), ("p50 (µs)", |f| f.p50_us), ("p99 (µs)", |f| f.p99_us)] {
+        for (what, figure) in [("requests/s", (|f| f.requests_per_s) as fn(&http::LoadFigures) -> f64), ("p50 (µs)", |f| f.p50_us), ("p99 (µs)", |f| f.p99_us)]
+        {
             let (paddock, native) = pick(figure);
             rows.push((format!("{}, {connections} connections, {what}", era.label()), paddock, native));
         }
@@ -453,7 +461,9 @@ fn report_startup(args: &Args, counts: &[usize], template: &Path, results: &Resu
         results.took()
     );
     println!();
-    println!("| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | of which anonymous (MB) | `text_echo` p50 (µs) | CPU per call (µs) | `compiling…` progress lines on stderr |");
+    println!(
+        "| server | plugins | cache | `initialize` reply (ms) | peak RSS (MB) | `tools/list` (ms) | idle RSS (MB) | of which anonymous (MB) | `text_echo` p50 (µs) | CPU per call (µs) | `compiling…` progress lines on stderr |"
+    );
     println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|");
     let rounds = &results.rounds;
     let line = |server: &str, plugins: &str, cache: &str, pick: &dyn Fn(&StartupFigures) -> &StartFigures, progress: bool| {

@@ -77,10 +77,7 @@ pub fn anon_rss_mb(pid: u32) -> anyhow::Result<f64> {
 
 /// The machine's 1-minute load average, as `/proc/loadavg` gives it.
 pub fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|line| line.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|line| line.split_whitespace().next().map(str::to_owned)).unwrap_or_else(|| "?".into())
 }
 
 /// Microseconds in `duration`.

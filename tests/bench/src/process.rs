@@ -32,7 +32,8 @@ impl Process {
             .stdin(pipe())
             .stdout(pipe())
             .stderr(Stdio::piped())
-            .spawn().with_context(|| format!("start {}", command.join(" ")))?;
+            .spawn()
+            .with_context(|| format!("start {}", command.join(" ")))?;
         let stderr = StderrLog::capture(child.stderr.take().context("stderr")?);
         Ok(Process { child, stderr, alive: Arc::new(Mutex::new(true)) })
     }

@@ -189,7 +189,8 @@ pub fn round(paddock: &Path, native: &[String], folders: &[(usize, tempfile::Tem
     let mut figures = StartupFigures { native: start(native, None).context("native-echo start")?, paddock: Vec::new() };
     for (count, folder) in folders {
         let cache = tempfile::Builder::new().prefix("paddock-bench-cache-").tempdir()?;
-        let command = [paddock.display().to_string(), "serve".into(), folder.path().display().to_string(), "--cache-dir".into(), cache.path().display().to_string()];
+        let command =
+            [paddock.display().to_string(), "serve".into(), folder.path().display().to_string(), "--cache-dir".into(), cache.path().display().to_string()];
         let cold = start(&command, Some(*count)).with_context(|| format!("cold start with {count} plugins"))?;
         // The cold start wrote its artifacts before its `initialize` reply.
         let compiled = Instant::now() - Duration::from_secs_f64(cold.since_reply_s);
@@ -207,7 +208,9 @@ mod tests {
 
     #[test]
     fn leb128_is_seven_bits_a_byte_low_first() {
-        for (value, expected) in [(0u32, vec![0x00]), (127, vec![0x7f]), (128, vec![0x80, 0x01]), (300, vec![0xac, 0x02]), (u32::MAX, vec![0xff, 0xff, 0xff, 0xff, 0x0f])] {
+        for (value, expected) in
+            [(0u32, vec![0x00]), (127, vec![0x7f]), (128, vec![0x80, 0x01]), (300, vec![0xac, 0x02]), (u32::MAX, vec![0xff, 0xff, 0xff, 0xff, 0x0f])]
+        {
             let mut out = Vec::new();
             leb128_u32(value, &mut out);
             assert_eq!(out, expected, "{value}");

@@ -111,7 +111,8 @@ pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, calls: us
     let mut figures: [WebSocketFigures; 2] = Default::default();
     for ((name, command), figures) in [("paddock", paddock), ("native-echo", native)].into_iter().zip(figures.iter_mut()) {
         let server = HttpServer::start(command, runtime).with_context(|| format!("start {name} over HTTP"))?;
-        *figures = runtime.block_on(measure(server.addr, calls)).with_context(|| format!("{name} over WebSocket; its stderr ends:\n{}", server.stderr_tail()))?;
+        *figures =
+            runtime.block_on(measure(server.addr, calls)).with_context(|| format!("{name} over WebSocket; its stderr ends:\n{}", server.stderr_tail()))?;
         server.stop()?;
     }
     Ok(figures)

@@ -73,15 +73,7 @@ impl FileIdentity {
 
     fn bytes(&self) -> [u8; 56] {
         let mut bytes = [0u8; 56];
-        let fields = [
-            self.device,
-            self.inode,
-            self.size,
-            self.modified.0 as u64,
-            self.modified.1 as u64,
-            self.changed.0 as u64,
-            self.changed.1 as u64,
-        ];
+        let fields = [self.device, self.inode, self.size, self.modified.0 as u64, self.modified.1 as u64, self.changed.0 as u64, self.changed.1 as u64];
         for (slot, field) in bytes.chunks_exact_mut(8).zip(fields) {
             slot.copy_from_slice(&field.to_le_bytes());
         }

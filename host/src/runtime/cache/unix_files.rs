@@ -41,11 +41,7 @@ impl Dir {
             // Linux reports a symbolic link opened with O_DIRECTORY|O_NOFOLLOW as ENOTDIR.
             Err(errno) if errno == Errno::NOTDIR || errno == Errno::LOOP => {
                 let symlink = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-                return Err(if symlink {
-                    CacheError::SymlinkFolder { path: path.to_path_buf() }
-                } else {
-                    CacheError::NotAFolder { path: path.to_path_buf() }
-                });
+                return Err(if symlink { CacheError::SymlinkFolder { path: path.to_path_buf() } } else { CacheError::NotAFolder { path: path.to_path_buf() } });
             }
             Err(errno) => return Err(io("open")(errno.into())),
         };
@@ -152,11 +148,7 @@ impl Drop for Mapped {
 /// `Component::deserialize_file`.
 pub(super) unsafe fn map_verified(engine: &wasmtime::Engine, file: &File) -> wasmtime::Result<wasmtime::component::Component> {
     use std::os::fd::AsRawFd;
-    let own_path = if cfg!(target_os = "linux") {
-        format!("/proc/self/fd/{}", file.as_raw_fd())
-    } else {
-        format!("/dev/fd/{}", file.as_raw_fd())
-    };
+    let own_path = if cfg!(target_os = "linux") { format!("/proc/self/fd/{}", file.as_raw_fd()) } else { format!("/dev/fd/{}", file.as_raw_fd()) };
     let open = file.metadata().map_err(wasmtime::Error::new)?;
     let same_file = std::fs::metadata(&own_path).is_ok_and(|named| (named.dev(), named.ino()) == (open.dev(), open.ino()));
     if !same_file {

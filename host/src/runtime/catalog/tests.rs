@@ -41,16 +41,7 @@ fn tool(name: &str, input_schema: String, output_schema: Option<String>, meta: O
 }
 
 fn template(uri_template: String) -> wr::ResourceTemplate {
-    wr::ResourceTemplate {
-        uri_template,
-        name: "t".into(),
-        title: None,
-        description: None,
-        mime_type: None,
-        icons: vec![],
-        annotations: None,
-        meta: None,
-    }
+    wr::ResourceTemplate { uri_template, name: "t".into(), title: None, description: None, mime_type: None, icons: vec![], annotations: None, meta: None }
 }
 
 fn declared(tools: Vec<wt::Tool>, templates: Vec<wr::ResourceTemplate>) -> Declared {
@@ -128,10 +119,19 @@ impl Plugin for Fixed {
     fn call_tool<'a>(&'a self, t: &'a str, _: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<crate::input::Outcome<CallToolResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(t.to_owned())) })
     }
-    fn read_resource<'a>(&'a self, u: &'a str, _: &'a CallContext) -> BoxFuture<'a, Result<crate::input::Outcome<crate::protocol::ReadResourceResult>, PluginError>> {
+    fn read_resource<'a>(
+        &'a self,
+        u: &'a str,
+        _: &'a CallContext,
+    ) -> BoxFuture<'a, Result<crate::input::Outcome<crate::protocol::ReadResourceResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(u.to_owned())) })
     }
-    fn get_prompt<'a>(&'a self, p: &'a str, _: &'a [(String, String)], _: &'a CallContext) -> BoxFuture<'a, Result<crate::input::Outcome<GetPromptResult>, PluginError>> {
+    fn get_prompt<'a>(
+        &'a self,
+        p: &'a str,
+        _: &'a [(String, String)],
+        _: &'a CallContext,
+    ) -> BoxFuture<'a, Result<crate::input::Outcome<GetPromptResult>, PluginError>> {
         Box::pin(async move { Err(PluginError::NotFound(p.to_owned())) })
     }
     fn complete<'a>(&'a self, _: &'a CompletionRequest, _: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {
@@ -161,8 +161,7 @@ fn the_worst_accepted_catalog_serializes_as_whole_pages() {
     let count = MAX_TEMPLATES_BYTES / MAX_TEMPLATE_BYTES;
     let templates = (0..count).map(|i| template(template_of(i, MAX_TEMPLATE_VARIABLES, MAX_TEMPLATE_BYTES))).collect();
     let catalog = build(declared(tools, templates)).expect("the worst accepted catalog loads");
-    let (router, errors) =
-        Router::new(vec![RouterEntry::new(Arc::new(Fixed(catalog)), Prefix::Default)]);
+    let (router, errors) = Router::new(vec![RouterEntry::new(Arc::new(Fixed(catalog)), Prefix::Default)]);
     assert!(errors.is_empty(), "{errors:?}");
 
     let tools = page_line(&router, router.tools(), "tools");

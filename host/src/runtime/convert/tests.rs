@@ -16,11 +16,7 @@ fn costly(repeat: usize) -> String {
 }
 
 fn full_annotations() -> Option<w::Annotations> {
-    Some(w::Annotations {
-        audience: vec![w::Role::User, w::Role::Assistant, w::Role::User],
-        priority: Some(0.1 + 0.2),
-        last_modified: Some(costly(2)),
-    })
+    Some(w::Annotations { audience: vec![w::Role::User, w::Role::Assistant, w::Role::User], priority: Some(0.1 + 0.2), last_modified: Some(costly(2)) })
 }
 
 fn icon() -> w::Icon {
@@ -75,12 +71,7 @@ fn every_block() -> Vec<w::ContentBlock> {
 }
 
 fn call(content: Vec<w::ContentBlock>) -> wt::CallResult {
-    wt::CallResult {
-        content,
-        structured_content: Some(r#"{"big": 1e15, "text": "\n"}"#.into()),
-        is_error: true,
-        meta: Some("{}".into()),
-    }
+    wt::CallResult { content, structured_content: Some(r#"{"big": 1e15, "text": "\n"}"#.into()), is_error: true, meta: Some("{}".into()) }
 }
 
 #[test]
@@ -179,23 +170,32 @@ mod shapes {
     }
 
     fn icon() -> impl Strategy<Value = w::Icon> {
-        (text(), prop::option::of(text()), prop::collection::vec(text(), 0..3), prop::option::of(text()))
-            .prop_map(|(src, mime_type, sizes, theme)| w::Icon { src, mime_type, sizes, theme })
+        (text(), prop::option::of(text()), prop::collection::vec(text(), 0..3), prop::option::of(text())).prop_map(|(src, mime_type, sizes, theme)| w::Icon {
+            src,
+            mime_type,
+            sizes,
+            theme,
+        })
     }
 
     fn contents() -> impl Strategy<Value = w::ResourceContents> {
-        let body = prop_oneof![
-            text().prop_map(w::ResourceBody::Text),
-            prop::collection::vec(any::<u8>(), 0..8).prop_map(w::ResourceBody::Blob)
-        ];
-        (text(), prop::option::of(text()), body, prop::option::of(json_text()))
-            .prop_map(|(uri, mime_type, body, meta)| w::ResourceContents { uri, mime_type, body, meta })
+        let body = prop_oneof![text().prop_map(w::ResourceBody::Text), prop::collection::vec(any::<u8>(), 0..8).prop_map(w::ResourceBody::Blob)];
+        (text(), prop::option::of(text()), body, prop::option::of(json_text())).prop_map(|(uri, mime_type, body, meta)| w::ResourceContents {
+            uri,
+            mime_type,
+            body,
+            meta,
+        })
     }
 
     fn block() -> impl Strategy<Value = w::ContentBlock> {
         let media = || {
-            (prop::collection::vec(any::<u8>(), 0..8), text(), annotations())
-                .prop_map(|(data, mime_type, annotations)| w::MediaContent { data, mime_type, annotations, meta: None })
+            (prop::collection::vec(any::<u8>(), 0..8), text(), annotations()).prop_map(|(data, mime_type, annotations)| w::MediaContent {
+                data,
+                mime_type,
+                annotations,
+                meta: None,
+            })
         };
         let link = (
             (text(), text(), prop::option::of(text()), prop::option::of(text()), prop::option::of(text())),
@@ -217,8 +217,11 @@ mod shapes {
             media().prop_map(w::ContentBlock::Image),
             media().prop_map(w::ContentBlock::Audio),
             link.prop_map(w::ContentBlock::ResourceLink),
-            (contents(), annotations())
-                .prop_map(|(resource, annotations)| w::ContentBlock::Resource(w::EmbeddedResource { resource, annotations, meta: None })),
+            (contents(), annotations()).prop_map(|(resource, annotations)| w::ContentBlock::Resource(w::EmbeddedResource {
+                resource,
+                annotations,
+                meta: None
+            })),
         ]
     }
 
@@ -286,23 +289,13 @@ fn the_lift_fuel_table_names_the_smallest_wire_form_of_each_list_element() {
 #[test]
 fn media_is_base64_and_json_is_checked() {
     let mut budget = Budget::new(1 << 20);
-    let block = w::ContentBlock::Image(w::MediaContent {
-        data: vec![0, 1, 2, 255],
-        mime_type: "image/png".into(),
-        annotations: None,
-        meta: None,
-    });
-    let ContentBlock::Image { data, .. } = content_block(block, &mut budget).expect("ok") else {
-        panic!("not an image")
-    };
+    let block = w::ContentBlock::Image(w::MediaContent { data: vec![0, 1, 2, 255], mime_type: "image/png".into(), annotations: None, meta: None });
+    let ContentBlock::Image { data, .. } = content_block(block, &mut budget).expect("ok") else { panic!("not an image") };
     assert_eq!(data, "AAEC/w==");
     let max = usize::MAX;
     assert!(json("{\"a\":1}".into(), JsonKind::Object, "x", max, &mut budget).is_ok());
     assert!(matches!(json("[1]".into(), JsonKind::Object, "x", max, &mut budget), Err(PluginError::MalformedOutput(_))));
-    assert!(matches!(
-        json("{nope".into(), JsonKind::Object, "x", max, &mut budget),
-        Err(PluginError::MalformedOutput(_))
-    ));
+    assert!(matches!(json("{nope".into(), JsonKind::Object, "x", max, &mut budget), Err(PluginError::MalformedOutput(_))));
     assert!(json("[1]".into(), JsonKind::Any, "x", max, &mut budget).is_ok());
 }
 
@@ -331,12 +324,8 @@ fn an_unserializable_call_result_is_malformed_output_naming_the_field() {
 
 #[test]
 fn an_unserializable_resource_meta_is_malformed_output() {
-    let contents = w::ResourceContents {
-        uri: "x://y".into(),
-        mime_type: None,
-        body: w::ResourceBody::Text("t".into()),
-        meta: Some(r#"{"s":"\udfff"}"#.into()),
-    };
+    let contents =
+        w::ResourceContents { uri: "x://y".into(), mime_type: None, body: w::ResourceBody::Text("t".into()), meta: Some(r#"{"s":"\udfff"}"#.into()) };
     let Err(PluginError::MalformedOutput(message)) = resource_contents(contents, &mut Budget::new(1 << 20)) else {
         panic!("a lone surrogate in `_meta` was accepted")
     };

@@ -51,7 +51,10 @@ fn requests_become_mcp_params_and_cost_their_wire_size() {
     assert_eq!(converted.state, Some(vec![1, 2, 3]));
     let [name, capital, login, roots] = converted.requests.as_slice() else { panic!("four requests") };
     assert_eq!(name.method, InputMethod::ElicitForm);
-    assert_eq!(name.to_wire(), json!({"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}));
+    assert_eq!(
+        name.to_wire(),
+        json!({"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}})
+    );
     assert_eq!(capital.method, InputMethod::Sample { tools: true, context: true });
     let params = Value::Object(capital.params.clone());
     assert_eq!(params["messages"][0]["content"], json!({"type": "text", "text": "Capital of France?"}), "one block travels as itself");
@@ -86,7 +89,11 @@ fn bad_rounds_are_malformed_output_naming_the_problem() {
         f.requested_schema = "[1,2".into();
     }
     assert!(refused(wi::InputRequired { requests: vec![bad_schema], state: None, in_task: false }).contains("input request `a`"));
-    assert_eq!(input_required(wi::InputRequired { requests: vec![], state: Some(vec![]), in_task: false }, &mut Budget::new(64)).map(|r| r.state), Ok(Some(vec![])), "a state alone is a valid round");
+    assert_eq!(
+        input_required(wi::InputRequired { requests: vec![], state: Some(vec![]), in_task: false }, &mut Budget::new(64)).map(|r| r.state),
+        Ok(Some(vec![])),
+        "a state alone is a valid round"
+    );
 }
 
 fn context_with(method: InputMethod, result: Value) -> RequestContext {
@@ -110,7 +117,10 @@ fn answers_are_checked_against_their_method_and_reach_the_plugin_typed() {
         (InputMethod::ElicitForm, json!({"action": "maybe"})),
         (InputMethod::ElicitForm, json!({"action": "accept", "content": [1]})),
         (InputMethod::Sample { tools: false, context: false }, json!({"role": "robot", "content": {"type": "text", "text": "x"}, "model": "m"})),
-        (InputMethod::Sample { tools: false, context: false }, json!({"role": "assistant", "content": {"type": "image", "data": "%%", "mimeType": "image/png"}, "model": "m"})),
+        (
+            InputMethod::Sample { tools: false, context: false },
+            json!({"role": "assistant", "content": {"type": "image", "data": "%%", "mimeType": "image/png"}, "model": "m"}),
+        ),
         (InputMethod::ListRoots, json!({"roots": [{"name": "no uri"}]})),
         (InputMethod::ListRoots, json!("not an object")),
     ] {
@@ -122,7 +132,8 @@ fn answers_are_checked_against_their_method_and_reach_the_plugin_typed() {
 }
 
 fn url_request(url: &str) -> wi::InputRequired {
-    let page = wi::InputRequest { key: "login".into(), request: wi::InputRequestKind::ElicitUrl(wi::UrlElicitation { message: "Sign in".into(), url: url.into() }) };
+    let page =
+        wi::InputRequest { key: "login".into(), request: wi::InputRequestKind::ElicitUrl(wi::UrlElicitation { message: "Sign in".into(), url: url.into() }) };
     wi::InputRequired { requests: vec![page], state: None, in_task: false }
 }
 

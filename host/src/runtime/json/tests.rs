@@ -44,8 +44,7 @@ fn oracle(text: &str) -> bool {
 fn serializes_like_the_host(text: &str) -> bool {
     let Ok(raw) = RawValue::from_string(text.to_owned()) else { return false };
     let Ok(value) = serde_json::to_value(&raw) else { return false };
-    let Ok(line) = serde_json::to_string(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"items": [value]}}))
-    else {
+    let Ok(line) = serde_json::to_string(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"items": [value]}})) else {
         return false;
     };
     serde_json::from_str::<Value>(&line).is_ok()
@@ -78,10 +77,7 @@ fn text_that_would_break_serialization_is_refused_with_the_reason() {
         assert_eq!(validate(text, JsonKind::Object, usize::MAX), Err(JsonError::LoneSurrogate { unit }), "{text}");
         assert!(!serializes_like_the_host(text), "{text} serializes");
     }
-    assert_eq!(
-        JsonError::LoneSurrogate { unit: 0xd800 }.to_string(),
-        "has a lone surrogate escape `\\ud800`; strings must hold whole Unicode characters"
-    );
+    assert_eq!(JsonError::LoneSurrogate { unit: 0xd800 }.to_string(), "has a lone surrogate escape `\\ud800`; strings must hold whole Unicode characters");
     for (text, reason) in [
         (r#"{"n":1e400}"#, "number out of range"),
         (r#"{"n":-1e400}"#, "number out of range"),
@@ -97,7 +93,9 @@ fn text_that_would_break_serialization_is_refused_with_the_reason() {
         assert!(!serializes_like_the_host(text), "{text} serializes");
     }
     // Their permitted twins.
-    for text in [r#"{"s":"\ud83d\ude00"}"#, r#"{"s":"\uD83D\uDE00\\ud800"}"#, r#"{"n":1.7976931348623157e308}"#, r#"{"n":18446744073709551616}"#, r#"{"s":"\u0000"}"#] {
+    for text in
+        [r#"{"s":"\ud83d\ude00"}"#, r#"{"s":"\uD83D\uDE00\\ud800"}"#, r#"{"n":1.7976931348623157e308}"#, r#"{"n":18446744073709551616}"#, r#"{"s":"\u0000"}"#]
+    {
         assert_eq!(validate(text, JsonKind::Object, usize::MAX), Ok(()), "{text}");
         assert!(serializes_like_the_host(text), "{text}");
     }
@@ -154,8 +152,7 @@ fn value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(72, 256, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 1..3).prop_map(Value::Array),
-            prop::collection::vec(("[a-z\\\\\"]{0,3}", inner), 1..3)
-                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            prop::collection::vec(("[a-z\\\\\"]{0,3}", inner), 1..3).prop_map(|entries| Value::Object(entries.into_iter().collect())),
         ]
     })
 }

@@ -86,7 +86,9 @@ async fn a_listen_request_is_acknowledged_first_then_hears_only_what_it_asked_fo
     assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], "prompts-only");
     assert_eq!(ack["params"]["notifications"], json!({"promptsListChanged": true}));
 
-    listener.send(&listen("tools-and-readme", r#"{"toolsListChanged":true,"resourceSubscriptions":["fake://readme","fake://nothing"],"unknownKind":true}"#)).await;
+    listener
+        .send(&listen("tools-and-readme", r#"{"toolsListChanged":true,"resourceSubscriptions":["fake://readme","fake://nothing"],"unknownKind":true}"#))
+        .await;
     let ack = listener.recv().await;
     assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], "tools-and-readme");
     assert_eq!(

@@ -43,7 +43,8 @@ async fn a_stateless_round_trip_asks_by_key_and_resumes_with_the_answer_and_the_
 #[tokio::test]
 async fn answers_sent_without_a_round_are_used_only_when_they_cover_what_the_plugin_asks() {
     let mut h = Harness::new();
-    let unsealed = |id: u32, responses: Value| stateless(id, "tools/call", ALL_CAPS, &format!(r#""name":"fake_ask_name","arguments":{{}},"inputResponses":{responses}"#));
+    let unsealed =
+        |id: u32, responses: Value| stateless(id, "tools/call", ALL_CAPS, &format!(r#""name":"fake_ask_name","arguments":{{}},"inputResponses":{responses}"#));
     let done = h.ask(&unsealed(1, json!({"user_name": accept("Ada"), "unknown_extra_key": accept("Eve")}))).await;
     assert_eq!(done["result"]["resultType"], "complete", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], r#"Hello, Ada (state Some("asked"), protocol 2026-07-28)"#, "the plugin's own state from its first run");
@@ -75,12 +76,8 @@ async fn a_tampered_replayed_or_expired_state_is_invalid_params() {
     let reply = h.ask(&retry(4, "fake_two_rounds", r#"{"a":1}"#, json!({"first": accept("Eve")}), &Value::String(state))).await;
     assert_eq!(reply["error"]["code"], -32602, "and to its tool: {reply}");
 
-    let mut expiring = Harness::with_server(
-        Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0,
-        OutboundLimits::default(),
-        WAIT,
-        Duration::ZERO,
-    );
+    let mut expiring =
+        Harness::with_server(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0, OutboundLimits::default(), WAIT, Duration::ZERO);
     let first = expiring.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_ask_name","arguments":{}"#)).await["result"].clone();
     let reply = expiring.ask(&retry(2, "fake_ask_name", "{}", json!({"user_name": accept("Ada")}), &first["requestState"])).await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");

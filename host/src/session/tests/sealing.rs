@@ -62,7 +62,12 @@ impl Plugin for BigRound {
         Box::pin(async move { Ok(big_round()) })
     }
 
-    fn get_prompt<'a>(&'a self, _prompt: &'a str, _arguments: &'a [(String, String)], _cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
+    fn get_prompt<'a>(
+        &'a self,
+        _prompt: &'a str,
+        _arguments: &'a [(String, String)],
+        _cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         Box::pin(async move { Ok(big_round()) })
     }
 
@@ -118,6 +123,7 @@ async fn answers_too_large_to_carry_into_the_next_round_are_the_client_s_to_fix(
     assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("answer every request of the round at once")), "{refused}");
     // Answering both at once needs no further round.
     let both = json!({"a": {"action": "accept", "content": {"name": "n".repeat(BIG)}}, "b": {"action": "decline"}});
-    let done = small_reply(&mut h, &asking(3, "tools/call", json!({"name": "big_two_keys", "arguments": {}, "inputResponses": both, "requestState": state}))).await;
+    let done =
+        small_reply(&mut h, &asking(3, "tools/call", json!({"name": "big_two_keys", "arguments": {}, "inputResponses": both, "requestState": state}))).await;
     assert_eq!(done["result"]["content"][0]["text"], "both answered", "{done}");
 }

@@ -111,7 +111,10 @@ async fn input_rounds_finish_before_a_task_unless_the_plugin_asks_within_it() {
         2,
         "tools/call",
         TASK_CAPS,
-        &format!(r#""name":"fake_greet_task","arguments":{{}},"inputResponses":{{"user_name":{{"action":"accept","content":{{"name":"Alice"}}}}}},"requestState":{}"#, first["requestState"]),
+        &format!(
+            r#""name":"fake_greet_task","arguments":{{}},"inputResponses":{{"user_name":{{"action":"accept","content":{{"name":"Alice"}}}}}},"requestState":{}"#,
+            first["requestState"]
+        ),
     );
     let created = h.ask(&retry).await["result"].clone();
     assert_eq!(created["resultType"], "task", "{created}");
@@ -330,7 +333,10 @@ impl Faults {
 
     fn new(id: &'static str) -> Arc<Faults> {
         let support = |name| if name == "crash_direct" { crate::protocol::TaskSupport::Optional } else { crate::protocol::TaskSupport::Required };
-        let tools = Faults::TOOLS.into_iter().map(|name| Tool { execution: Some(crate::protocol::ToolExecution { task_support: support(name) }), ..tool(name) }).collect();
+        let tools = Faults::TOOLS
+            .into_iter()
+            .map(|name| Tool { execution: Some(crate::protocol::ToolExecution { task_support: support(name) }), ..tool(name) })
+            .collect();
         Arc::new(Faults { id, catalog: Catalog { tools, ..Catalog::default() }, holding: tokio::sync::watch::channel(0).0 })
     }
 

@@ -566,7 +566,13 @@ mod tests {
     #[test]
     fn the_allow_lists_are_normalised_and_an_entry_that_does_not_parse_stops_the_start() {
         let addr: SocketAddr = "127.0.0.1:8080".parse().expect("addr");
-        let policy = AccessPolicy::for_address(addr, vec![" MCP.example.com. ".into()], vec!["HTTPS://App.Example.com:443/".into(), "http://localhost.:80".into(), "null".into()], None).expect("policy");
+        let policy = AccessPolicy::for_address(
+            addr,
+            vec![" MCP.example.com. ".into()],
+            vec!["HTTPS://App.Example.com:443/".into(), "http://localhost.:80".into(), "null".into()],
+            None,
+        )
+        .expect("policy");
         assert!(allowed(&policy, "mcp.example.com:8080"));
         assert!(policy.origin_allowed("https://app.example.com"));
         assert!(policy.origin_allowed("null"), "an opaque origin is allowed when listed exactly");

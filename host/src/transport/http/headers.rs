@@ -111,9 +111,7 @@ fn header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ErrorObject
     let text = std::str::from_utf8(value.as_bytes()).map_err(|_| mismatch(format!("the `{name}` header is not UTF-8")))?.trim();
     match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
         Some(encoded) => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .map_err(|_| mismatch(format!("the `{name}` header is not valid base64")))?;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|_| mismatch(format!("the `{name}` header is not valid base64")))?;
             String::from_utf8(bytes).map(Some).map_err(|_| mismatch(format!("the `{name}` header does not decode to UTF-8")))
         }
         None => Ok(Some(text.to_owned())),
@@ -196,6 +194,9 @@ mod tests {
             assert_eq!(code(ok(&bad)), Some(HEADER_MISMATCH), "{bad:?}");
         }
         let literal = json!({"region": "=?base64?SGVsbG8="});
-        assert!(check_params(&headers(&[("mcp-param-region", "=?base64?SGVsbG8=")]), schema, literal.as_object()).is_ok(), "not the sentinel form: taken literally");
+        assert!(
+            check_params(&headers(&[("mcp-param-region", "=?base64?SGVsbG8=")]), schema, literal.as_object()).is_ok(),
+            "not the sentinel form: taken literally"
+        );
     }
 }

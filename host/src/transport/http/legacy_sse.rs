@@ -87,7 +87,14 @@ impl Drop for EndOnDrop {
     }
 }
 
-fn channel_body(endpoint: Bytes, queue: OutboundReceiver, close: CancellationToken, ended: EndOnDrop, keep_alive: std::time::Duration, lifetime: std::time::Duration) -> Body {
+fn channel_body(
+    endpoint: Bytes,
+    queue: OutboundReceiver,
+    close: CancellationToken,
+    ended: EndOnDrop,
+    keep_alive: std::time::Duration,
+    lifetime: std::time::Duration,
+) -> Body {
     let first = futures::stream::iter([Ok::<Bytes, std::convert::Infallible>(endpoint)]);
     let expires = Box::pin(tokio::time::sleep(lifetime));
     let rest = futures::stream::unfold((queue, close, ended, expires), move |(mut queue, close, ended, mut expires)| async move {

@@ -311,9 +311,8 @@ impl HttpListener {
                 Err(None) => continue,
             };
             let held = ConnectionHeld(Arc::new(held));
-            let service = hyper_util::service::TowerToHyperService::new(
-                routes.clone().layer(axum::Extension(guard::Peer(peer))).layer(axum::Extension(held.clone())),
-            );
+            let service =
+                hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))).layer(axum::Extension(held.clone())));
             let mut http = hyper::server::conn::http1::Builder::new();
             http.max_buf_size(shared.options.limits.max_head.max(8192))
                 .max_headers(100)
@@ -394,7 +393,14 @@ fn refused_connection(peer: &SocketAddr, why: &str) {
 
 /// Serves one connection that may only ask `/healthz` or `/readyz`: a short deadline for its
 /// head, one request, then closed.
-fn serve_health(connections: &TaskTracker, routes: &Routes, socket: tokio::net::TcpStream, peer: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit, close: &CancellationToken) {
+fn serve_health(
+    connections: &TaskTracker,
+    routes: &Routes,
+    socket: tokio::net::TcpStream,
+    peer: SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    close: &CancellationToken,
+) {
     let service = hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.max_buf_size(8192).max_headers(32).keep_alive(false).header_read_timeout(HEALTH_HEAD_TIMEOUT).timer(hyper_util::rt::TokioTimer::new());
@@ -421,7 +427,9 @@ fn health_routes(shared: Arc<Shared>) -> Routes {
     Routes::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .fallback(|| async { guard::refusal(StatusCode::SERVICE_UNAVAILABLE, "the server holds as many connections as it allows (from you, or in all); retry later") })
+        .fallback(|| async {
+            guard::refusal(StatusCode::SERVICE_UNAVAILABLE, "the server holds as many connections as it allows (from you, or in all); retry later")
+        })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::check))
         .with_state(shared)
 }

@@ -282,13 +282,7 @@ impl Peers {
         if !self.is_trusted_proxy(peer.ip()) {
             return ClientKey::of(peer.ip());
         }
-        let forwarded = headers
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .collect::<Vec<_>>();
+        let forwarded = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).map(str::trim).collect::<Vec<_>>();
         let client = forwarded
             .iter()
             .rev()

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::peers::Share;
 use super::sse::{ReplayLimits, ResumableStream};
-use crate::budget::Budget;
 use super::{HttpLimits, Shared};
+use crate::budget::Budget;
 use crate::session::Session;
 
 /// POST streams of one session open at once.
@@ -232,7 +232,12 @@ impl SessionTable {
             }
         }
         if dropped > 0 {
-            tracing::info!(dropped, used = self.budget.used(), limit = self.budget.limit(), "the memory budget is low: finished streams kept for replay were let go");
+            tracing::info!(
+                dropped,
+                used = self.budget.used(),
+                limit = self.budget.limit(),
+                "the memory budget is low: finished streams kept for replay were let go"
+            );
         }
         dropped
     }

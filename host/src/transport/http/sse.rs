@@ -87,7 +87,13 @@ pub(super) fn response(body: Body) -> Response {
 /// A body of `replay` then the `live` events, with keep-alive comments while it is idle. It ends
 /// when `live` ends, when `stop` is cancelled, or when `lifetime` (how long it may stay open,
 /// and the client share it holds meanwhile) runs out; a client resumes it with `Last-Event-ID`.
-pub(super) fn body(replay: Vec<Bytes>, live: Option<mpsc::Receiver<Bytes>>, keep_alive: Duration, stop: Option<CancellationToken>, lifetime: Option<(Duration, Share)>) -> Body {
+pub(super) fn body(
+    replay: Vec<Bytes>,
+    live: Option<mpsc::Receiver<Bytes>>,
+    keep_alive: Duration,
+    stop: Option<CancellationToken>,
+    lifetime: Option<(Duration, Share)>,
+) -> Body {
     let replay = futures::stream::iter(replay.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
     let (expires, share) = match lifetime {
         Some((lifetime, share)) => (Some(Box::pin(tokio::time::sleep(lifetime))), Some(share)),

@@ -31,9 +31,7 @@ use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
 use crate::jsonrpc;
-use crate::session::{
-    Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound_charged,
-};
+use crate::session::{Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound_charged};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";

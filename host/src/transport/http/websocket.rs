@@ -60,13 +60,8 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Requ
         Ok(server) => server,
         Err(response) => return response,
     };
-    let offered: Vec<&str> = headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect();
+    let offered: Vec<&str> =
+        headers.get_all(header::SEC_WEBSOCKET_PROTOCOL).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).map(str::trim).collect();
     if !offered.is_empty() && !offered.contains(&SUBPROTOCOL) {
         return refusal(StatusCode::BAD_REQUEST, "the WebSocket subprotocol must be `mcp`");
     }

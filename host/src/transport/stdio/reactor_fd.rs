@@ -136,10 +136,7 @@ mod tests {
             writer_flags.restore();
         });
         let mut received = vec![0u8; expected.len()];
-        tokio::time::timeout(std::time::Duration::from_secs(10), reader.read_exact(&mut received))
-            .await
-            .expect("the read finishes")
-            .expect("read");
+        tokio::time::timeout(std::time::Duration::from_secs(10), reader.read_exact(&mut received)).await.expect("the read finishes").expect("read");
         writing.await.expect("writer");
         assert_eq!(received, expected);
         reader_flags.restore();

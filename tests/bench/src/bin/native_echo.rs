@@ -53,7 +53,9 @@ fn answer(request: &Value) -> Option<Value> {
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "native-echo", "version": "1"}
         }),
-        "tools/list" => json!({"tools": [{"name": "text_echo", "description": "Returns `text` exactly as given.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]}),
+        "tools/list" => {
+            json!({"tools": [{"name": "text_echo", "description": "Returns `text` exactly as given.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]})
+        }
         "tools/call" => {
             let text = request.pointer("/params/arguments/text").and_then(Value::as_str).unwrap_or_default();
             json!({"content": [{"type": "text", "text": text}]})

@@ -127,10 +127,7 @@ pub(crate) fn result_attack(name: &str, args: &Args) -> Option<CallResult> {
 
 /// Opens `/data/inside.txt` `count` times and keeps every descriptor open.
 pub(crate) fn open_many(args: &Args) -> Outcome {
-    let (data, _) = get_directories()
-        .into_iter()
-        .find(|(_, name)| name == "/data")
-        .ok_or_else(|| Refused("no preopened /data".to_owned()))?;
+    let (data, _) = get_directories().into_iter().find(|(_, name)| name == "/data").ok_or_else(|| Refused("no preopened /data".to_owned()))?;
     let mut open = Vec::new();
     for _ in 0..args.int("count") {
         match data.open_at(PathFlags::empty(), "inside.txt", OpenFlags::empty(), DescriptorFlags::READ) {

@@ -12,11 +12,7 @@ use crate::{Args, Outcome, Refused};
 
 /// The directory preopened as `guest`.
 fn preopen(guest: &str) -> Result<Descriptor, Refused> {
-    get_directories()
-        .into_iter()
-        .find(|(_, name)| name == guest)
-        .map(|(dir, _)| dir)
-        .ok_or_else(|| Refused(format!("no preopened directory `{guest}`")))
+    get_directories().into_iter().find(|(_, name)| name == guest).map(|(dir, _)| dir).ok_or_else(|| Refused(format!("no preopened directory `{guest}`")))
 }
 
 /// The whole content of an open file, as text.
@@ -49,12 +45,7 @@ pub(crate) fn read_std(args: &Args) -> Outcome {
 /// Creates (or truncates) `path` relative to `dir` and writes `text` into it.
 pub(crate) fn write_at(args: &Args) -> Outcome {
     let dir = preopen(args.str("dir"))?;
-    let file = dir.open_at(
-        PathFlags::SYMLINK_FOLLOW,
-        args.str("path"),
-        OpenFlags::CREATE | OpenFlags::TRUNCATE,
-        DescriptorFlags::WRITE,
-    )?;
+    let file = dir.open_at(PathFlags::SYMLINK_FOLLOW, args.str("path"), OpenFlags::CREATE | OpenFlags::TRUNCATE, DescriptorFlags::WRITE)?;
     let written = file.write(args.str("text").as_bytes(), 0)?;
     Ok(format!("wrote {written} bytes"))
 }

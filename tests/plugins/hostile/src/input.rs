@@ -16,6 +16,9 @@ pub(crate) fn elicit_url(context: &RequestContext, args: &Args) -> tools::CallOu
     if !declared && !args.flag("regardless") {
         return tools::CallOutcome::Complete(answer(Ok(format!("not asked: the client cannot open {url}"))));
     }
-    let page = InputRequest { key: "page".to_owned(), request: InputRequestKind::ElicitUrl(UrlElicitation { message: "Open this page".to_owned(), url: url.to_owned() }) };
+    let page = InputRequest {
+        key: "page".to_owned(),
+        request: InputRequestKind::ElicitUrl(UrlElicitation { message: "Open this page".to_owned(), url: url.to_owned() }),
+    };
     tools::CallOutcome::InputRequired(InputRequired { requests: vec![page], state: None, in_task: false })
 }

@@ -27,8 +27,7 @@ impl From<StreamError> for Refused {
 /// Everything ambient the plugin can see: its environment, arguments, working directory, and
 /// what reading stdin gives.
 pub(crate) fn ambient() -> Outcome {
-    let env: serde_json::Map<String, serde_json::Value> =
-        wasip2::cli::environment::get_environment().into_iter().map(|(k, v)| (k, v.into())).collect();
+    let env: serde_json::Map<String, serde_json::Value> = wasip2::cli::environment::get_environment().into_iter().map(|(k, v)| (k, v.into())).collect();
     let stdin = match wasip2::cli::stdin::get_stdin().blocking_read(4096) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(StreamError::Closed) => String::new(),
@@ -224,9 +223,7 @@ pub(crate) fn udp_send(args: &Args) -> Outcome {
     let (_incoming, outgoing) = socket.stream(Some(loopback(args.int("port")))).map_err(socket_step("stream"))?;
     outgoing.subscribe().block();
     outgoing.check_send().map_err(socket_step("check-send"))?;
-    let sent = outgoing
-        .send(&[OutgoingDatagram { data: b"datagram from a plugin".to_vec(), remote_address: None }])
-        .map_err(socket_step("send"))?;
+    let sent = outgoing.send(&[OutgoingDatagram { data: b"datagram from a plugin".to_vec(), remote_address: None }]).map_err(socket_step("send"))?;
     Ok(format!("sent {sent} datagram(s)"))
 }
 
