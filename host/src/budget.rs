@@ -135,7 +135,7 @@ impl Budget {
                 Ok(())
             }
             Err(_) => {
-                if self.refused.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+                if self.refused.fetch_add(1, Ordering::Relaxed).is_multiple_of(1000) {
                     tracing::warn!(limit = self.limit, used = self.used(), "the memory budget for clients is spent: work is refused until some is freed");
                 }
                 Err(OverBudget { limit: self.limit })

@@ -2,6 +2,9 @@
 //! router to transport. Errors reach the user as one line each with the fix; exit codes are
 //! 0 (success), 1 (a check found problems, or a called tool reported an error) and 2 (usage,
 //! configuration or startup error).
+// Reports (`inspect`, `check`, `call`) go to stdout and one-line errors to stderr: that is the
+// CLI's job. Everything else logs through `tracing`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,6 +41,7 @@ enum LogFormat {
 const LOG_QUEUE_LINES: usize = 16_384;
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once at start; boxing would only add noise to clap's derive")]
 enum Command {
     /// Serve every plugin in a folder over stdio (newline-delimited JSON-RPC on stdin/stdout),
     /// or with --http over Streamable HTTP, HTTP+SSE and WebSocket.

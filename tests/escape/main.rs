@@ -12,6 +12,9 @@
 //! Run it alone with `cargo test --release -p paddock-tests --test escape` after
 //! `scripts/build-plugins` and `cargo build --release --workspace`.
 
+// Each row prints its summary: what was refused and how the host fared.
+#![allow(clippy::print_stdout)]
+
 mod attacks;
 mod harness;
 mod protocol;

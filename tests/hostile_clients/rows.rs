@@ -490,9 +490,7 @@ async fn a_websocket_message_must_finish_in_time_whatever_the_pongs() -> Result<
         anyhow::Ok(tokio::time::timeout(WAIT, tokio_tungstenite::client_async(request, stream)).await??.0)
     };
     let fragment = |opcode: OpCode, fin: bool, payload: &str| {
-        let mut header = FrameHeader::default();
-        header.is_final = fin;
-        header.opcode = opcode;
+        let header = FrameHeader { is_final: fin, opcode, ..FrameHeader::default() };
         Message::Frame(Frame::from_payload(header, payload.as_bytes().to_vec().into()))
     };
     // Twin: fragments with pongs between them, finished in time.

@@ -1,5 +1,8 @@
 //! End-to-end tests: the real `paddock` binary with real plugins and real MCP clients.
 
+// Some tests print what they ran (the conformance suite's report, measured figures).
+#![allow(clippy::print_stderr)]
+
 mod catalogs; // hostile catalogs, results and resource templates next to a good plugin
 mod cli; // the command line: inspect, call, errors and exit codes
 mod clients_http; // every client over every network transport it speaks: Python, TypeScript, Inspector CLI

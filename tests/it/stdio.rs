@@ -160,7 +160,7 @@ async fn serve_to_eof(dir: &std::path::Path, stdin: std::process::Stdio) -> (Vec
 #[tokio::test]
 async fn requests_from_a_regular_file_on_stdin_are_answered() {
     // A regular file cannot be polled by the reactor: this is the blocking-thread path.
-    let plugins = PluginDir::new().add("text", &sample_wasm("text")).write("input.jsonl", &scripted_session("from a file"));
+    let plugins = PluginDir::new().add("text", &sample_wasm("text")).write("input.jsonl", scripted_session("from a file"));
     let input = std::fs::File::open(plugins.path().join("input.jsonl")).expect("open");
     let (lines, code) = serve_to_eof(plugins.path(), input.into()).await;
     assert_eq!(code, 0);

@@ -465,6 +465,7 @@ impl Session {
 }
 
 /// A 2026-07-28 request after its sealed round is opened.
+#[allow(clippy::large_enum_variant, reason = "`Ready` is what nearly every request gets, once: a box would cost it an allocation")]
 enum Opened {
     /// Ready to run, with the answers and state of the round; or, for a request that carries
     /// answers but no round, those answers, kept aside until the plugin asks.

@@ -62,13 +62,11 @@ pub(crate) fn shape(result: &mut Value, method: &str, revision: Revision) {
                 *content = shape_block(std::mem::take(content), revision);
             }
         }),
-        "resources/read" => {
-            if revision < Revision::V2025_06_18 {
-                result.remove("_meta");
-                each(result, "contents", |contents| {
-                    contents.remove("_meta");
-                });
-            }
+        "resources/read" if revision < Revision::V2025_06_18 => {
+            result.remove("_meta");
+            each(result, "contents", |contents| {
+                contents.remove("_meta");
+            });
         }
         _ => {}
     }

@@ -92,8 +92,7 @@ async fn http_reaches_a_granted_target_and_is_denied_others() {
     let granted = http_server("hello from the granted server").await;
     let other = http_server("must never be read").await;
     let rt = runtime();
-    let mut grant = Grant::default();
-    grant.network = OutboundRules::parse(&[format!("http://127.0.0.1:{}", granted.port())]).expect("pattern");
+    let grant = Grant { network: OutboundRules::parse(&[format!("http://127.0.0.1:{}", granted.port())]).expect("pattern"), ..Grant::default() };
     let plugin = load(&rt, "fixture", grant).await;
     let ok = ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/hello", granted.port())})).await);
     assert_eq!(ok, "200 hello from the granted server");

@@ -23,6 +23,9 @@
 //! The tool is `text_echo` from the `text` sample plugin. `--quick` runs one short round of
 //! everything: CI uses it so the harness cannot rot, and asserts nothing about the figures.
 
+// The report is the program's output (stdout); progress goes to stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod http;
 mod large_echo;
 mod load;

@@ -99,7 +99,7 @@ async fn a_listen_request_is_acknowledged_first_then_hears_only_what_it_asked_fo
 
     let call = stateless_call(7, "fake_announce", r#"{"lists":["tools"],"updated":["fake://readme","fake://items/9"]}"#);
     assert_eq!(trigger.ask(&call).await["result"]["content"][0]["text"], "announced");
-    let mut heard = vec![listener.recv().await, listener.recv().await];
+    let mut heard = [listener.recv().await, listener.recv().await];
     heard.sort_by_key(|f| f["method"].as_str().unwrap_or_default().to_owned());
     assert_eq!(heard[0]["method"], "notifications/resources/updated");
     assert_eq!(heard[0]["params"], json!({"uri": "fake://readme", "_meta": {META_SUBSCRIPTION_ID: "tools-and-readme"}}));

@@ -363,7 +363,7 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, n
 pub(super) fn refused(shared: &Shared, request: &Request) -> Option<Response> {
     let policy = &shared.options.access;
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
-    match named_hosts(&request) {
+    match named_hosts(request) {
         Ok(named) => {
             if let Some((_, shown)) = named.iter().find(|(host, _)| !policy.host_allowed(host)) {
                 tracing::warn!(peer = ?peer, host = %Escaped(&shortened(shown)), "refused a request: its Host is not allowed (DNS rebinding protection; --allow-host adds names)");

@@ -16,6 +16,9 @@
 //! `/readyz`, and gets 503 for anything else. On shutdown the listener stops accepting,
 //! in-flight calls get `HttpOptions::shutdown_grace` to finish, and every stream is closed
 //! cleanly.
+// A refusal is an axum `Response`, returned once per refused request: boxing it would only
+// add an allocation.
+#![allow(clippy::result_large_err)]
 
 mod body;
 mod guard;

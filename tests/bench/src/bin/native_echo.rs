@@ -14,6 +14,9 @@
 //!   frame, replies flushed when no more frames are waiting.
 //! - `GET /readyz`, `GET /healthz`: 200.
 
+// The baseline reports its address and its failures on stderr, as Paddock logs do.
+#![allow(clippy::print_stderr)]
+
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader, BufWriter, Write};
