@@ -15,6 +15,7 @@ pub mod jsonrpc;
 pub mod plugin;
 pub mod policy;
 pub mod protocol;
+pub mod revision;
 pub mod router;
 pub mod runtime;
 pub mod session;

@@ -4,12 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::revision::Revision;
 use crate::router::Router;
-
-/// Session-based revisions, oldest first; the last is offered when a client asks for another.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-/// Stateless revisions served per request.
-pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 
 /// `_meta` key carrying the protocol version of a modern request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -25,9 +21,14 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// Unsupported protocol version (2026-07-28).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
-/// The version a legacy `initialize` settles on: the client's when supported, else the latest.
-pub fn negotiate(requested: Option<&str>) -> &'static str {
-    requested.and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r)).copied().unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1])
+/// The revision a legacy `initialize` settles on: the client's when served, else the latest.
+pub fn negotiate(requested: Option<&str>) -> Revision {
+    requested.and_then(Revision::session).unwrap_or(Revision::LATEST_SESSION)
+}
+
+/// The names of `revisions`, for a reply that lists them.
+pub fn names(revisions: &[Revision]) -> Vec<&'static str> {
+    revisions.iter().map(|r| r.as_str()).collect()
 }
 
 /// Whether a request is modern-shaped: it carries the 2026-07-28 `_meta` protocol version.
@@ -42,7 +43,7 @@ pub fn meta(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> 
 
 /// Validates a modern request's `_meta`: protocol version present and supported, client
 /// capabilities present and an object. `clientInfo` is optional.
-pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<&'static str, ErrorObject> {
+pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<Revision, ErrorObject> {
     let meta = meta(params)
         .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing `_meta` with `{META_PROTOCOL_VERSION}` and `{META_CLIENT_CAPABILITIES}`")))?;
     let requested = match meta.get(META_PROTOCOL_VERSION) {
@@ -50,10 +51,10 @@ pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<&'static s
         Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`_meta.{META_PROTOCOL_VERSION}` must be a string"))),
         None => return Err(ErrorObject::new(INVALID_PARAMS, format!("missing `_meta.{META_PROTOCOL_VERSION}`"))),
     };
-    let version = MODERN_VERSIONS.iter().find(|v| **v == requested).copied().ok_or_else(|| {
+    let version = Revision::stateless(requested).ok_or_else(|| {
         let requested = crate::jsonrpc::shortened(requested);
         ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, format!("unsupported protocol version `{requested}`"))
-            .with_data(json!({"supported": MODERN_VERSIONS, "requested": requested}))
+            .with_data(json!({"supported": names(&Revision::STATELESS), "requested": requested}))
     })?;
     match meta.get(META_CLIENT_CAPABILITIES) {
         Some(Value::Object(_)) => Ok(version),
@@ -73,7 +74,7 @@ pub fn removed_in_modern(method: &str) -> bool {
 /// subscribes to (`subscribe`). Completions are declared when something can be completed.
 /// Tasks: the experimental tasks of a 2025-11-25 session (`legacy_version`), or the tasks
 /// extension on 2026-07-28 (`None`).
-pub fn capabilities(router: &Router, legacy_version: Option<&str>) -> Value {
+pub fn capabilities(router: &Router, legacy_version: Option<Revision>) -> Value {
     let mut capabilities = json!({
         "logging": {},
         "tools": {"listChanged": true},
@@ -84,7 +85,7 @@ pub fn capabilities(router: &Router, legacy_version: Option<&str>) -> Value {
         capabilities["completions"] = json!({});
     }
     match legacy_version {
-        Some("2025-11-25") => capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        Some(version) if version.has_experimental_tasks() => capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
         Some(_) => {}
         None => capabilities["extensions"] = json!({super::task_calls::TASKS_EXTENSION: {}}),
     }
@@ -97,11 +98,11 @@ mod tests {
 
     #[test]
     fn negotiation_echoes_supported_versions_and_offers_the_latest_otherwise() {
-        for v in LEGACY_VERSIONS {
-            assert_eq!(negotiate(Some(v)), v);
+        for v in Revision::SESSIONS {
+            assert_eq!(negotiate(Some(v.as_str())), v);
         }
-        assert_eq!(negotiate(Some("1999-01-01")), "2025-11-25");
-        assert_eq!(negotiate(Some("2026-07-28")), "2025-11-25");
-        assert_eq!(negotiate(None), "2025-11-25");
+        assert_eq!(negotiate(Some("1999-01-01")).as_str(), "2025-11-25");
+        assert_eq!(negotiate(Some("2026-07-28")).as_str(), "2025-11-25");
+        assert_eq!(negotiate(None).as_str(), "2025-11-25");
     }
 }

@@ -7,10 +7,11 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::Era;
-use super::lifecycle::{self, META_SERVER_INFO, MODERN_VERSIONS};
+use super::lifecycle::{self, META_SERVER_INFO};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, notification_line, shortened};
 use crate::plugin::{CallContext, CallEvent, LogLevel, PluginError};
 use crate::protocol::{CacheHint, CacheScope, CallToolResult, CompletionTarget};
+use crate::revision::Revision;
 use crate::router::{Named, RouteError, Router};
 
 /// Legacy error code for an unknown resource (2025-11-25 and earlier).
@@ -36,9 +37,9 @@ fn server_info() -> Value {
     json!({"name": "paddock", "title": "Paddock", "version": env!("CARGO_PKG_VERSION")})
 }
 
-pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
+pub(super) fn initialize_result(router: &Router, version: Revision) -> Value {
     let mut result = json!({
-        "protocolVersion": version,
+        "protocolVersion": version.as_str(),
         "capabilities": lifecycle::capabilities(router, Some(version)),
         "serverInfo": server_info(),
     });
@@ -49,7 +50,7 @@ pub(super) fn initialize_result(router: &Router, version: &str) -> Value {
 }
 
 pub(super) fn discover_result(router: &Router) -> Value {
-    let mut result = json!({"supportedVersions": MODERN_VERSIONS, "capabilities": lifecycle::capabilities(router, None)});
+    let mut result = json!({"supportedVersions": lifecycle::names(&Revision::STATELESS), "capabilities": lifecycle::capabilities(router, None)});
     if let Some(instructions) = router.instructions() {
         result["instructions"] = json!(instructions);
     }
@@ -99,23 +100,23 @@ pub(super) fn list_cache(router: &Router, method: &str) -> Option<CacheHint> {
     Some(hint)
 }
 
-pub(super) fn serve_list(router: &Router, method: &str, params: Option<&Map<String, Value>>, _era: Era) -> Result<Value, ErrorObject> {
+pub(super) fn serve_list(router: &Router, method: &str, params: Option<&Map<String, Value>>, era: Era) -> Result<Value, ErrorObject> {
     let cursor = match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => None,
         Some(Value::String(cursor)) => Some(cursor.as_str()),
         Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`cursor` must be a string")),
     };
     match method {
-        "tools/list" => page(router, router.tools(), cursor, "tools"),
-        "prompts/list" => page(router, router.prompts(), cursor, "prompts"),
-        "resources/list" => page(router, router.resources(), cursor, "resources"),
-        "resources/templates/list" => page(router, router.resource_templates(), cursor, "resourceTemplates"),
+        "tools/list" => page(router, router.tools(), cursor, "tools", era),
+        "prompts/list" => page(router, router.prompts(), cursor, "prompts", era),
+        "resources/list" => page(router, router.resources(), cursor, "resources", era),
+        "resources/templates/list" => page(router, router.resource_templates(), cursor, "resourceTemplates", era),
         _ => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("method `{}` not found", shortened(method)))),
     }
 }
 
-fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>, field: &str) -> Result<Value, ErrorObject> {
-    let page = router.page(items, cursor).map_err(|e| route_error(e, Era::Legacy { version: "" }))?;
+fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>, field: &str, era: Era) -> Result<Value, ErrorObject> {
+    let page = router.page(items, cursor).map_err(|e| route_error(e, era))?;
     let mut result = Map::new();
     result.insert(field.into(), to_json(page.items)?);
     if let Some(next) = page.next_cursor {

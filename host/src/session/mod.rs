@@ -43,7 +43,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-pub use lifecycle::{LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS, is_modern};
+pub use lifecycle::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, is_modern};
 pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, Slot, TransportClosed, outbound, outbound_charged};
 pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
@@ -55,6 +55,7 @@ use batch::{Batch, Dest};
 use crate::input::ClientInfo;
 use crate::jsonrpc::{self, ErrorObject, Id, Message};
 use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
+use crate::revision::Revision;
 use client_requests::ClientRequests;
 use subscriptions::Filter;
 
@@ -84,14 +85,14 @@ tokio::task_local! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Era {
     /// A legacy session at the negotiated version.
-    Legacy { version: &'static str },
+    Legacy { version: Revision },
     /// A stateless 2026-07-28 request, with the log level it opted in to.
     Modern { log_level: Option<LogLevel> },
 }
 
 #[derive(Debug)]
 struct LegacyState {
-    version: Option<&'static str>,
+    version: Option<Revision>,
     log_level: LogLevel,
     /// What the client declared at `initialize`.
     client_capabilities: Map<String, Value>,
@@ -197,7 +198,7 @@ impl Session {
     }
 
     /// The legacy protocol version this session negotiated, once `initialize` was answered.
-    pub fn negotiated_version(&self) -> Option<&'static str> {
+    pub fn negotiated_version(&self) -> Option<Revision> {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner()).version
     }
 
@@ -283,7 +284,7 @@ impl Session {
 
     /// Batches are part of protocol 2025-03-26 only.
     fn accepts_batches(&self) -> bool {
-        self.legacy.lock().unwrap_or_else(|e| e.into_inner()).version == Some("2025-03-26")
+        self.legacy.lock().unwrap_or_else(|e| e.into_inner()).version.is_some_and(Revision::accepts_batches)
     }
 
     async fn handle_batch(self: &Arc<Self>, members: Vec<Value>, stream: Outbound) {
@@ -518,7 +519,7 @@ impl Session {
                 legacy.client_info = crate::input::RequestContext::client_info_from(params.and_then(|p| p.get("clientInfo")));
                 Ok(Era::Legacy { version })
             }
-            ("ping", version) => Ok(Era::Legacy { version: version.unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1]) }),
+            ("ping", version) => Ok(Era::Legacy { version: version.unwrap_or(Revision::LATEST_SESSION) }),
             (_, Some(version)) => Ok(Era::Legacy { version }),
             (_, None) => Err(ErrorObject::new(
                 jsonrpc::INVALID_REQUEST,
@@ -532,7 +533,7 @@ impl Session {
             "initialize" => {
                 let version = match era {
                     Era::Legacy { version } => version,
-                    Era::Modern { .. } => LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1],
+                    Era::Modern { .. } => Revision::LATEST_SESSION,
                 };
                 Ok(methods::initialize_result(&self.server.router(), version))
             }
@@ -669,8 +670,8 @@ impl Session {
         match outcome {
             Ok(mut finished) => {
                 let revision = match era {
-                    Era::Legacy { version } => shape::Revision::parse(version),
-                    Era::Modern { .. } => shape::Revision::V2026_07_28,
+                    Era::Legacy { version } => version,
+                    Era::Modern { .. } => Revision::V2026_07_28,
                 };
                 shape::shape(&mut finished.result, method, revision);
                 let line = jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache));

@@ -26,6 +26,7 @@ use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, Outc
 use crate::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, shortened};
 use crate::plugin::{CallContext, PluginError};
 use crate::protocol::{CacheHint, CacheScope, CallToolResult};
+use crate::revision::Revision;
 use crate::router::RouteError;
 
 /// MCP error: a client capability the request needs was not declared (2026-07-28 defines it;
@@ -128,7 +129,7 @@ impl Session {
         let meta = lifecycle::meta(params).cloned().unwrap_or_default();
         let mut context = match era {
             Era::Modern { .. } => {
-                let mut context = RequestContext::local(super::MODERN_VERSIONS[0]);
+                let mut context = RequestContext::local(Revision::V2026_07_28.as_str());
                 context.era = RequestEra::Stateless;
                 context.client_capabilities = meta.get(META_CLIENT_CAPABILITIES).and_then(Value::as_object).cloned().unwrap_or_default();
                 context.client_info = RequestContext::client_info_from(meta.get(lifecycle::META_CLIENT_INFO));
@@ -136,7 +137,7 @@ impl Session {
             }
             Era::Legacy { version } => {
                 let legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
-                let mut context = RequestContext::local(version);
+                let mut context = RequestContext::local(version.as_str());
                 context.client_capabilities = legacy.client_capabilities.clone();
                 context.client_info = legacy.client_info.clone();
                 context

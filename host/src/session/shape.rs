@@ -8,27 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-/// Protocol revisions, oldest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Revision {
-    V2024_11_05,
-    V2025_03_26,
-    V2025_06_18,
-    V2025_11_25,
-    V2026_07_28,
-}
-
-impl Revision {
-    pub(crate) fn parse(version: &str) -> Revision {
-        match version {
-            "2024-11-05" => Revision::V2024_11_05,
-            "2025-03-26" => Revision::V2025_03_26,
-            "2025-06-18" => Revision::V2025_06_18,
-            "2025-11-25" => Revision::V2025_11_25,
-            _ => Revision::V2026_07_28,
-        }
-    }
-}
+use crate::revision::Revision;
 
 /// Shapes the result of `method` for `revision`, in place.
 pub(crate) fn shape(result: &mut Value, method: &str, revision: Revision) {

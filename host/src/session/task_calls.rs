@@ -89,7 +89,7 @@ impl Session {
     ) -> Result<CallMode, ErrorObject> {
         let support = support.unwrap_or(TaskSupport::Forbidden);
         match era {
-            Era::Legacy { version: "2025-11-25" } => {
+            Era::Legacy { version } if version.has_experimental_tasks() => {
                 let task = params.and_then(|p| p.get("task"));
                 match (task, support) {
                     (None | Some(Value::Null), TaskSupport::Required) => {
@@ -435,7 +435,7 @@ impl Session {
     fn task_design(&self, method: &str, era: Era, context: &RequestContext) -> Result<TaskDesign, ErrorObject> {
         let not_found = || ErrorObject::new(METHOD_NOT_FOUND, format!("method `{method}` not found"));
         match era {
-            Era::Legacy { version: "2025-11-25" } if method != "tasks/update" => Ok(TaskDesign::Experimental),
+            Era::Legacy { version } if version.has_experimental_tasks() && method != "tasks/update" => Ok(TaskDesign::Experimental),
             Era::Legacy { .. } => Err(not_found()),
             Era::Modern { .. } if matches!(method, "tasks/result" | "tasks/list") => Err(not_found()),
             Era::Modern { .. } if !declares_extension(context) => Err(extension_missing()),

@@ -480,7 +480,7 @@ fn modern(id: u32, method: &str, params: &str) -> String {
 
 #[tokio::test]
 async fn initialize_echoes_each_legacy_version() {
-    for version in super::LEGACY_VERSIONS {
+    for version in crate::revision::Revision::SESSIONS.map(crate::revision::Revision::as_str) {
         let mut h = Harness::new();
         let reply = h.initialize(version).await;
         assert_eq!(reply["id"], 0);

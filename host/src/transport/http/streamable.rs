@@ -31,7 +31,8 @@ use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
 use crate::jsonrpc;
-use crate::session::{Frame, FrameKind, LEGACY_VERSIONS, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound_charged};
+use crate::revision::Revision;
+use crate::session::{Frame, FrameKind, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound_charged};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -70,7 +71,7 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): E
     let session_id = header_str(&headers, SESSION_ID);
     let version = header_str(&headers, PROTOCOL_VERSION);
     let modern_message = value.as_object().and_then(|m| m.get("params")).and_then(Value::as_object).is_some_and(|p| is_modern(Some(p)));
-    if modern_message || (session_id.is_none() && version.is_some_and(|v| !LEGACY_VERSIONS.contains(&v))) {
+    if modern_message || (session_id.is_none() && version.is_some_and(|v| Revision::session(v).is_none())) {
         return stateless(&shared, server, &headers, value, accepts, client).await;
     }
     if let Some(id) = session_id {
@@ -78,7 +79,7 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): E
             return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
         };
         if let Some(version) = version
-            && !LEGACY_VERSIONS.contains(&version)
+            && Revision::session(version).is_none()
         {
             return refusal(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version for this session");
         }
@@ -132,7 +133,7 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
             Ok(stream) => stream,
             Err(busy) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string()),
         };
-        if http.session.negotiated_version().is_some_and(|v| v >= "2025-11-25") && !initialize {
+        if http.session.negotiated_version().is_some_and(Revision::primes_streams) && !initialize {
             stream.prime();
         }
         let first = first.unwrap_or_else(|_still_running| None);
@@ -320,7 +321,7 @@ pub(super) async fn get(State(shared): State<Arc<Shared>>, Extension(client): Ex
         return refusal(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
     }
     let Some(id) = header_str(&headers, SESSION_ID) else {
-        if header_str(&headers, PROTOCOL_VERSION).is_some_and(|v| !LEGACY_VERSIONS.contains(&v)) {
+        if header_str(&headers, PROTOCOL_VERSION).is_some_and(|v| Revision::session(v).is_none()) {
             return refusal(StatusCode::METHOD_NOT_ALLOWED, "protocol 2026-07-28 has no GET stream: use `subscriptions/listen`");
         }
         return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
