@@ -18,6 +18,10 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key carrying server info on modern results.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// The tasks extension's name (2026-07-28), in capabilities and `requiredCapabilities`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key relating a message to a task (2025-11-25).
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// Unsupported protocol version (2026-07-28).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -87,7 +91,7 @@ pub fn capabilities(router: &Router, legacy_version: Option<Revision>) -> Value 
     match legacy_version {
         Some(version) if version.has_experimental_tasks() => capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
         Some(_) => {}
-        None => capabilities["extensions"] = json!({super::task_calls::TASKS_EXTENSION: {}}),
+        None => capabilities["extensions"] = json!({TASKS_EXTENSION: {}}),
     }
     capabilities
 }

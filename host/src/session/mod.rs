@@ -44,11 +44,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 pub use lifecycle::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, is_modern};
+pub use lifecycle::{META_RELATED_TASK, TASKS_EXTENSION};
 pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, Slot, TransportClosed, outbound, outbound_charged};
 pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
 pub use subscriptions::{MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID};
-pub use task_calls::{META_RELATED_TASK, TASK_AFTER, TASKS_EXTENSION};
+pub use task_calls::TASK_AFTER;
 
 use batch::{Batch, Dest};
 

@@ -19,7 +19,6 @@ use serde_json::{Map, Value, json};
 
 use super::lifecycle::{self, META_CLIENT_CAPABILITIES};
 use super::methods::{call_result_json, required_str, route_error, to_json};
-use super::task_calls::CallMode;
 use super::{Era, Session};
 use crate::input::seal::{Binding, Round};
 use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, RequestEra, missing_capabilities};
@@ -359,7 +358,7 @@ impl Session {
             let slot = self.client_requests.register().ok_or(AskFailure::Busy)?;
             let mut params = legacy_params(request);
             if let Some(task) = task {
-                params["_meta"] = json!({super::task_calls::META_RELATED_TASK: {"taskId": task}});
+                params["_meta"] = json!({super::lifecycle::META_RELATED_TASK: {"taskId": task}});
             }
             if self.related_out().send(jsonrpc::request_line(&slot.id, request.method.method(), &params)).await.is_err() {
                 return Err(AskFailure::Gone);
@@ -463,6 +462,19 @@ impl Session {
             }
         }
     }
+}
+
+/// How a `tools/call` is served: directly, or as a task of one design.
+pub(super) enum CallMode {
+    Direct,
+    /// 2025-11-25, with the time to live the client asked for.
+    Experimental {
+        ttl: Option<std::time::Duration>,
+    },
+    /// 2026-07-28 with the extension declared; `required` when the tool only runs as a task.
+    Extension {
+        required: bool,
+    },
 }
 
 /// A 2026-07-28 request after its sealed round is opened.

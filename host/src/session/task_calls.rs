@@ -33,8 +33,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::lifecycle::{META_RELATED_TASK, TASKS_EXTENSION};
 use super::methods::{Notifier, call_result_json, required_str, route_error, to_json};
-use super::rounds::{Finished, Target};
+use super::rounds::{CallMode, Finished, Target};
 use super::server::Change;
 use super::{Era, SERVER_BUSY, Session};
 use crate::input::{Outcome, RequestContext};
@@ -47,25 +48,8 @@ use crate::tasks::{Missing, QuotaKey, Task, TaskDesign, TaskError, TaskOwner, Ta
 /// How long the first run of a call that may become a 2026-07-28 task runs before the call is
 /// turned into a task.
 pub const TASK_AFTER: Duration = Duration::from_millis(250);
-/// The extension's name, in capabilities and `requiredCapabilities`.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-/// `_meta` key relating a message to a task (2025-11-25).
-pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// Items per page of `tasks/list`.
 const TASKS_PAGE: usize = 100;
-
-/// How a `tools/call` is served: directly, or as a task of one design.
-pub(super) enum CallMode {
-    Direct,
-    /// 2025-11-25, with the time to live the client asked for.
-    Experimental {
-        ttl: Option<Duration>,
-    },
-    /// 2026-07-28 with the extension declared; `required` when the tool only runs as a task.
-    Extension {
-        required: bool,
-    },
-}
 
 /// Whether the client declared the tasks extension on this 2026-07-28 request.
 pub(super) fn declares_extension(context: &RequestContext) -> bool {
