@@ -107,6 +107,38 @@ struct Routed {
     own_name: String,
 }
 
+/// An argument of a tool that 2026-07-28 clients also send as a header, `Mcp-Param-<suffix>`
+/// (`"x-mcp-header": "<suffix>"` on its property in the input schema). Found when the router is
+/// built, so that checking a request's headers never parses a schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The argument's property name.
+    pub property: String,
+    /// The header's suffix as the schema writes it.
+    pub suffix: String,
+    /// The whole header name, in lower case.
+    pub header: String,
+}
+
+impl HeaderParam {
+    /// The header parameters a tool's input schema declares, if any.
+    pub fn declared_in(schema: &str) -> Option<Arc<[HeaderParam]>> {
+        if !schema.contains("x-mcp-header") {
+            return None;
+        }
+        let Ok(serde_json::Value::Object(schema)) = serde_json::from_str::<serde_json::Value>(schema) else { return None };
+        let properties = schema.get("properties")?.as_object()?;
+        let params: Vec<HeaderParam> = properties
+            .iter()
+            .filter_map(|(property, definition)| {
+                let suffix = definition.get("x-mcp-header")?.as_str()?;
+                Some(HeaderParam { property: property.clone(), suffix: suffix.to_owned(), header: format!("mcp-param-{}", suffix.to_ascii_lowercase()) })
+            })
+            .collect();
+        (!params.is_empty()).then(|| params.into())
+    }
+}
+
 /// Every plugin's tools, resources and prompts under their exposed names.
 pub struct Router {
     /// Every entry the router was built from, in id order, served or not: a change of one
@@ -116,6 +148,8 @@ pub struct Router {
     served: Vec<RouterEntry>,
     tools: Vec<Tool>,
     tool_routes: HashMap<String, Routed>,
+    /// The header parameters of the tools that declare some.
+    tool_headers: HashMap<String, Arc<[HeaderParam]>>,
     prompts: Vec<Prompt>,
     prompt_routes: HashMap<String, Routed>,
     resources: Vec<Resource>,
@@ -142,6 +176,7 @@ impl Router {
             served: Vec::new(),
             tools: Vec::new(),
             tool_routes: HashMap::new(),
+            tool_headers: HashMap::new(),
             prompts: Vec::new(),
             prompt_routes: HashMap::new(),
             resources: Vec::new(),
@@ -165,6 +200,7 @@ impl Router {
             }
         }
         router.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        router.tool_headers = router.tools.iter().filter_map(|t| Some((t.name.clone(), HeaderParam::declared_in(t.input_schema.get())?))).collect();
         router.prompts.sort_by(|a, b| a.name.cmp(&b.name));
         router.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
         let mut templates: Vec<(ResourceTemplate, (UriTemplate, usize))> = router.templates.drain(..).zip(router.template_routes.drain(..)).collect();
@@ -256,6 +292,11 @@ impl Router {
         let route = self.tool_routes.get(name)?;
         let tool = self.tools.binary_search_by(|t| t.name.as_str().cmp(name)).ok().map(|i| &self.tools[i])?;
         Some((tool, self.served[route.plugin].plugin.id()))
+    }
+
+    /// The arguments of tool `name` that 2026-07-28 clients also send as headers.
+    pub fn header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        self.tool_headers.get(name).cloned()
     }
 
     /// Calls a tool by its exposed name; the outcome comes with the id of the plugin that served it.

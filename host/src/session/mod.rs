@@ -43,6 +43,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+pub use crate::router::HeaderParam;
 pub use lifecycle::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, is_modern};
 pub use lifecycle::{META_RELATED_TASK, TASKS_EXTENSION};
 pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, Slot, TransportClosed, outbound, outbound_charged};

@@ -105,6 +105,12 @@ impl Server {
         Arc::clone(&self.router.read().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The arguments of tool `name` that 2026-07-28 clients also send as headers (what a
+    /// transport checks a request's `Mcp-Param-*` headers against).
+    pub fn header_params(&self, name: &str) -> Option<Arc<[crate::router::HeaderParam]>> {
+        self.router.read().unwrap_or_else(|e| e.into_inner()).header_params(name)
+    }
+
     /// Follows the changes taken in from now on.
     pub(crate) fn changes(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()

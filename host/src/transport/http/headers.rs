@@ -15,8 +15,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, shortened};
-use crate::router::Router;
-use crate::session::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
+use crate::session::{HeaderParam, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, Server};
 
 /// MCP error: a request header does not match its body (HTTP 400).
 pub(super) const HEADER_MISMATCH: i64 = -32020;
@@ -24,10 +23,9 @@ pub(super) const HEADER_MISMATCH: i64 = -32020;
 pub(super) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 const METHOD: &str = "mcp-method";
 const NAME: &str = "mcp-name";
-const PARAM_PREFIX: &str = "mcp-param-";
 
 /// Checks the headers of one 2026-07-28 request (`message` is its JSON-RPC object).
-pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, router: &Router) -> Result<(), ErrorObject> {
+pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, server: &Server) -> Result<(), ErrorObject> {
     let Some(method) = message.get("method").and_then(Value::as_str) else { return Ok(()) };
     let params = message.get("params").and_then(Value::as_object);
     let Some(meta) = params.and_then(|p| p.get("_meta")).and_then(Value::as_object) else { return Ok(()) };
@@ -61,26 +59,19 @@ pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, router: &
     }
     if method == "tools/call"
         && let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str)
-        && let Some((tool, _)) = router.tool(name)
+        && let Some(declared) = server.header_params(name)
     {
         let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
-        check_params(headers, tool.input_schema.get(), arguments)?;
+        check_params(headers, &declared, arguments)?;
     }
     Ok(())
 }
 
-/// Every `x-mcp-header` property of the tool's schema against its header.
-fn check_params(headers: &HeaderMap, schema: &str, arguments: Option<&Map<String, Value>>) -> Result<(), ErrorObject> {
-    if !schema.contains("x-mcp-header") {
-        return Ok(());
-    }
-    let Ok(Value::Object(schema)) = serde_json::from_str::<Value>(schema) else { return Ok(()) };
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
-    for (property, definition) in properties {
-        let Some(suffix) = definition.get("x-mcp-header").and_then(Value::as_str) else { continue };
-        let name = format!("{PARAM_PREFIX}{}", suffix.to_ascii_lowercase());
+/// Every argument the tool declares as a header (`x-mcp-header`) against its header.
+fn check_params(headers: &HeaderMap, declared: &[HeaderParam], arguments: Option<&Map<String, Value>>) -> Result<(), ErrorObject> {
+    for HeaderParam { property, suffix, header: name } in declared {
         let value = arguments.and_then(|a| a.get(property)).filter(|v| !v.is_null());
-        let sent = header(headers, &name)?;
+        let sent = header(headers, name)?;
         match (value, sent) {
             (None, None) => {}
             (Some(_), None) => return Err(mismatch(format!("the `Mcp-Param-{suffix}` header is missing"))),
@@ -147,9 +138,13 @@ mod tests {
         result.err().map(|e| e.code)
     }
 
+    fn server() -> std::sync::Arc<Server> {
+        Server::new(std::sync::Arc::new(crate::router::Router::new(Vec::new()).0), crate::input::StateKey::random().expect("a key"))
+    }
+
     #[test]
     fn method_and_name_must_match_the_body_and_names_are_case_insensitive() {
-        let router = Router::new(Vec::new()).0;
+        let router = server();
         let call = request("tools/call", json!({"name": "echo", "arguments": {}}));
         let good = headers(&[("MCP-Protocol-Version", "2026-07-28"), ("MCP-METHOD", "tools/call"), ("mcp-name", "  echo  ")]);
         assert_eq!(code(check(&good, &call, &router)), None);
@@ -172,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_request_without_the_meta_fields_is_left_to_the_session() {
-        let router = Router::new(Vec::new()).0;
+        let router = server();
         let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).as_object().cloned().expect("object");
         assert_eq!(code(check(&HeaderMap::new(), &bare, &router)), None);
     }
@@ -180,6 +175,7 @@ mod tests {
     #[test]
     fn param_headers_decode_and_compare_by_type() {
         let schema = r#"{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"count":{"type":"integer","x-mcp-header":"Count"}}}"#;
+        let schema = &HeaderParam::declared_in(schema).expect("two header parameters");
         let args = json!({"region": "Hello", "count": 3});
         let args = args.as_object();
         let ok = |pairs: &[(&str, &str)]| check_params(&headers(pairs), schema, args);

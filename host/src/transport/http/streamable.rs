@@ -179,7 +179,7 @@ async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
 /// request holds one of its stream shares.
 async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts, client: ClientKey) -> Response {
     if let Some(message) = value.as_object()
-        && let Err(error) = headers::check(headers, message, &server.router())
+        && let Err(error) = headers::check(headers, message, &server)
     {
         let id = message.get("id").and_then(jsonrpc::Id::from_value);
         return json_reply(StatusCode::BAD_REQUEST, jsonrpc::error_line(id.as_ref(), &error));
