@@ -1,5 +1,5 @@
-//! Write [Paddock](https://github.com/) plugins in plain Rust: sandboxed MCP tools, resources
-//! and prompts, built for `wasm32-wasip2`.
+//! Write Paddock plugins in plain Rust: sandboxed MCP tools, resources and prompts, built as
+//! `wasm32-wasip2` components against the contract `paddock:plugin@0.2.0`.
 //!
 //! A function with a typed argument becomes a tool; its doc comment is the description and its
 //! JSON Schema comes from the argument type. No knowledge of WIT is needed.

@@ -20,6 +20,7 @@
 //! with its file, key and a fix. This module reads files and checks that granted host
 //! directories exist; it does not know wasmtime.
 
+mod context;
 mod secrets;
 mod values;
 
@@ -228,7 +229,7 @@ impl Loader {
             for (key, (file, value)) in keys {
                 let prefix =
                     if file.file_name().is_some_and(|n| n == MAIN_FILE) || !is_side_file(&file, &id) { format!("plugins.{id}.{key}") } else { key.clone() };
-                let mut ctx = values::Ctx { file: &file, plugin: &id, problems: &mut self.problems };
+                let mut ctx = context::Ctx { file: &file, plugin: &id, problems: &mut self.problems };
                 values::apply(&mut ctx, &mut grant, &key, &prefix, value);
             }
             grants.insert(id, grant);

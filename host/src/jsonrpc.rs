@@ -1,5 +1,9 @@
 //! JSON-RPC 2.0 envelope: parsing one frame into a message with the right error for each
-//! malformed shape, ids, error objects and the standard codes. Knows nothing of MCP.
+//! malformed shape (a frame whose parse would take more than `MAX_PARSED` is refused unparsed),
+//! ids, error objects and the standard codes, `shortened` for quoting a client's strings in an
+//! error, and the lines of responses, requests and notifications. Of MCP it knows one rule:
+//! `params` must be an object (MCP defines no positional params), so an array is an invalid
+//! request.
 
 use serde_json::{Map, Value, json};
 

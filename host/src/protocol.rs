@@ -59,6 +59,19 @@ pub struct ResourceContents {
     pub meta: Option<Json>,
 }
 
+impl ResourceContents {
+    /// Text contents of `uri`, without a MIME type.
+    pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        ResourceContents { uri: uri.into(), mime_type: None, text: Some(text.into()), blob: None, meta: None }
+    }
+
+    /// The same contents with `mime_type`.
+    #[must_use]
+    pub fn with_mime_type(self, mime_type: impl Into<String>) -> Self {
+        ResourceContents { mime_type: Some(mime_type.into()), ..self }
+    }
+}
+
 /// A content block of any kind MCP defines.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -180,6 +193,42 @@ pub struct Tool {
     pub required_capabilities: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl Tool {
+    /// A tool with its name and input schema, and nothing else.
+    pub fn new(name: impl Into<String>, input_schema: Json) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            icons: Vec::new(),
+            meta: None,
+            execution: None,
+            required_capabilities: None,
+        }
+    }
+
+    /// The same tool with `description`.
+    #[must_use]
+    pub fn with_description(self, description: impl Into<String>) -> Self {
+        Tool { description: Some(description.into()), ..self }
+    }
+
+    /// The same tool, which may (or must) run as a task.
+    #[must_use]
+    pub fn with_task_support(self, task_support: TaskSupport) -> Self {
+        Tool { execution: Some(ToolExecution { task_support }), ..self }
+    }
+
+    /// The same tool, whose calls need these client capabilities.
+    #[must_use]
+    pub fn with_required_capabilities(self, capabilities: serde_json::Map<String, serde_json::Value>) -> Self {
+        Tool { required_capabilities: Some(capabilities), ..self }
+    }
+}
+
 /// The result of `tools/call`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -194,6 +243,16 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        CallToolResult { content: vec![ContentBlock::text(text)], structured_content: None, is_error: false, meta: None }
+    }
+
+    /// A successful result with structured content and no blocks.
+    pub fn structured(structured_content: Json) -> Self {
+        CallToolResult { content: Vec::new(), structured_content: Some(structured_content), is_error: false, meta: None }
+    }
+
     /// An `isError` result with one text block: how failures reach the model.
     pub fn error(message: impl Into<String>) -> Self {
         CallToolResult { content: vec![ContentBlock::text(message)], structured_content: None, is_error: true, meta: None }
@@ -222,6 +281,29 @@ pub struct Resource {
     pub meta: Option<Json>,
 }
 
+impl Resource {
+    /// A resource with its URI and name, and nothing else.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            icons: Vec::new(),
+            annotations: None,
+            meta: None,
+        }
+    }
+
+    /// The same resource with `mime_type`.
+    #[must_use]
+    pub fn with_mime_type(self, mime_type: impl Into<String>) -> Self {
+        Resource { mime_type: Some(mime_type.into()), ..self }
+    }
+}
+
 /// A family of resources described by a URI template.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -242,6 +324,22 @@ pub struct ResourceTemplate {
     pub meta: Option<Json>,
 }
 
+impl ResourceTemplate {
+    /// A template with its URI template and name, and nothing else.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            icons: Vec::new(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
 /// An argument of a prompt.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -253,6 +351,13 @@ pub struct PromptArgument {
     pub description: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub required: bool,
+}
+
+impl PromptArgument {
+    /// An argument with its name, required or not, and nothing else.
+    pub fn new(name: impl Into<String>, required: bool) -> Self {
+        PromptArgument { name: name.into(), title: None, description: None, required }
+    }
 }
 
 /// A prompt as listed to clients. `name` is the exposed name.
@@ -272,6 +377,19 @@ pub struct Prompt {
     pub meta: Option<Json>,
 }
 
+impl Prompt {
+    /// A prompt with its name, and nothing else.
+    pub fn new(name: impl Into<String>) -> Self {
+        Prompt { name: name.into(), title: None, description: None, arguments: Vec::new(), icons: Vec::new(), meta: None }
+    }
+
+    /// The same prompt with `arguments`.
+    #[must_use]
+    pub fn with_arguments(self, arguments: Vec<PromptArgument>) -> Self {
+        Prompt { arguments, ..self }
+    }
+}
+
 /// A message of a rendered prompt.
 #[derive(Debug, Clone, Serialize)]
 pub struct PromptMessage {
@@ -287,6 +405,13 @@ pub struct GetPromptResult {
     pub messages: Vec<PromptMessage>,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Json>,
+}
+
+impl GetPromptResult {
+    /// A rendered prompt of `messages`, without a description.
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        GetPromptResult { description: None, messages, meta: None }
+    }
 }
 
 /// The result of `resources/read`, with the plugin's cache hint (sent on 2026-07-28 only).

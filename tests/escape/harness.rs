@@ -73,7 +73,7 @@ fn older_contract() -> Vec<u8> {
     wit_component::ComponentEncoder::default().validate(true).module(&module).expect("module").encode().expect("encode")
 }
 
-/// `tests/plugins/table-bomb/table_bomb.wat` with the `plugin` world of `wit/plugin.wit`
+/// `tests/plugins/table-bomb/table_bomb.wat` with the `plugin` world of `wit/paddock-plugin@0.2.0/plugin.wit`
 /// embedded, wrapped as a component.
 fn table_bomb() -> &'static [u8] {
     static COMPONENT: OnceLock<Vec<u8>> = OnceLock::new();
@@ -81,7 +81,7 @@ fn table_bomb() -> &'static [u8] {
         let root = repo_root();
         let mut module = wat::parse_file(root.join("tests/plugins/table-bomb/table_bomb.wat")).expect("table_bomb.wat parses");
         let mut resolve = wit_parser::Resolve::default();
-        let (package, _) = resolve.push_path(root.join("wit")).expect("wit/ parses");
+        let (package, _) = resolve.push_path(root.join("wit/paddock-plugin@0.2.0")).expect("the contract parses");
         let world = resolve.select_world(&[package], Some("plugin")).expect("the plugin world");
         wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8).expect("embed the world");
         wit_component::ComponentEncoder::default().validate(true).module(&module).expect("the module matches the world").encode().expect("encode the component")

@@ -12,6 +12,7 @@ mod clients_ts; // the official TypeScript SDK client (1.32.2, on Node 22) in a 
 mod confirmations; // the files sample asking its user before it replaces or deletes a file
 mod conformance; // the conformance plugin lists every fixture the suite names, under its own names
 mod conformance_suite; // the official conformance suite against `paddock serve --http`, both requirement sets
+mod contract; // the released WIT packages are frozen: each definition as recorded in wit/released.toml
 mod grants; // sample plugins against their grants: files, network, env
 mod http_channels; // WebSocket and HTTP+SSE: framing, subprotocol, limits, session lifetime
 mod http_guard; // Host/Origin, bearer tokens, size and connection limits, graceful shutdown

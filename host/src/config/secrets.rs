@@ -11,7 +11,7 @@ use std::path::Path;
 
 use toml::Value;
 
-use super::values::Ctx;
+use super::context::Ctx;
 use crate::policy::{Grant, SecretGrant, SecretSource, parse_exact_target};
 
 /// Headers a secret may not set: they shape the connection or the message, not the request's

@@ -6,27 +6,8 @@ use std::time::Duration;
 
 use toml::Value;
 
-use super::{ConfigError, Severity};
+use super::context::Ctx;
 use crate::policy::{FsGrant, FsMode, Grant, Limits, OutboundRules};
-
-pub(super) struct Ctx<'a> {
-    pub(super) file: &'a Path,
-    pub(super) plugin: &'a str,
-    pub(super) problems: &'a mut Vec<ConfigError>,
-}
-
-impl Ctx<'_> {
-    pub(super) fn error(&mut self, key: &str, message: impl Into<String>, fix: impl Into<String>) {
-        self.problems.push(ConfigError {
-            file: self.file.to_path_buf(),
-            key: key.to_owned(),
-            message: message.into(),
-            fix: fix.into(),
-            severity: Severity::Error,
-            plugin: Some(self.plugin.to_owned()),
-        });
-    }
-}
 
 const KNOWN_KEYS: &str = "files, env, network, secrets, limits, expose";
 

@@ -86,7 +86,7 @@ pub struct InputRequired {
     pub requests: Vec<InputRequest>,
     /// The plugin's own state, handed back with the answers.
     pub state: Option<Vec<u8>>,
-    /// Ask as part of a task, when the call can become one (see `wit/plugin.wit`).
+    /// Ask as part of a task, when the call can become one (see `wit/paddock-plugin@0.2.0/plugin.wit`).
     pub in_task: bool,
 }
 

@@ -2,12 +2,15 @@
 //! (bounded, validated, in MCP's wire shape), and the request context with the client's answers
 //! into the WIT `request-context` a plugin reads.
 //!
-//! Input requests are guest output: keys are checked (1 to 128 bytes, unique, at most
-//! `MAX_INPUT_REQUESTS`), JSON text passes `convert::json`, a URL elicitation's page must be
-//! `https:` (or `http:` on a loopback host), the plugin state is capped at `MAX_PLUGIN_STATE`,
-//! and the whole round is charged to the call's output budget at its wire size. A request that
-//! fails a check is malformed output. Answers are client input: one that does not have its method's shape is
-//! `PluginError::InvalidParams` (`-32602`), naming the key.
+//! Input requests are guest output: a round names at least one request or a state; keys are
+//! checked (1 to `MAX_INPUT_KEY` bytes without control characters, unique in the round, at most
+//! `MAX_INPUT_REQUESTS` requests), JSON text passes `convert::json`, a URL elicitation's page must
+//! be `https:` (or `http:` on a loopback host), and the plugin state is capped at
+//! `MAX_PLUGIN_STATE`. A request that fails a check is `PluginError::MalformedOutput`. The round
+//! is charged to the call's output budget at about its wire size (the state as base64); a round
+//! past the budget is the `output` limit. Answers are client input: one that does not have its
+//! method's shape is `PluginError::InvalidInputResponse`, naming the key and method, which the
+//! session answers with `-32602`.
 
 use std::collections::HashSet;
 use std::net::{Ipv4Addr, Ipv6Addr};

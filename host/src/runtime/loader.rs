@@ -48,7 +48,7 @@ pub enum LoadError {
     Changed,
     #[error("not a WebAssembly file (no `\\0asm` header)")]
     NotWasm,
-    #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/plugin.wit (paddock:plugin@0.2.0)")]
+    #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/paddock-plugin@0.2.0 (paddock:plugin@0.2.0)")]
     CoreModule,
     #[error("not a WebAssembly component (unknown version or layer)")]
     NotComponent,
@@ -56,10 +56,12 @@ pub enum LoadError {
     CompileTask(String),
     #[error("it does not compile: {0}")]
     Compile(String),
-    #[error("it targets another world: it does not export {missing} (it exports {found}); build it against wit/plugin.wit, world paddock:plugin/plugin@0.2.0")]
+    #[error(
+        "it targets another world: it does not export {missing} (it exports {found}); build it against wit/paddock-plugin@0.2.0, world paddock:plugin/plugin@0.2.0"
+    )]
     OtherWorld { missing: String, found: String },
     #[error(
-        "it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/plugin.wit"
+        "it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/paddock-plugin@{CONTRACT_VERSION}"
     )]
     OtherContract { version: String },
     #[error("cannot link the host interfaces: {0}")]

@@ -60,22 +60,14 @@ impl FakeState {
 }
 
 fn tool(name: &str) -> Tool {
-    Tool {
-        name: name.into(),
-        title: None,
-        description: Some(format!("fake {name}")),
-        input_schema: serde_json::value::RawValue::from_string(r#"{"type":"object"}"#.into()).expect("schema"),
-        output_schema: None,
-        annotations: None,
-        icons: vec![],
-        meta: None,
-        execution: match name {
-            "background" | "confirm" | "task_error" => Some(crate::protocol::ToolExecution { task_support: crate::protocol::TaskSupport::Optional }),
-            "only_task" | "greet_task" => Some(crate::protocol::ToolExecution { task_support: crate::protocol::TaskSupport::Required }),
-            _ => None,
-        },
-        required_capabilities: (name == "needs_sampling").then(|| json!({"sampling": {}}).as_object().cloned().expect("object")),
-    }
+    let schema = serde_json::value::RawValue::from_string(r#"{"type":"object"}"#.into()).expect("schema");
+    let tool = Tool::new(name, schema).with_description(format!("fake {name}"));
+    let tool = match name {
+        "background" | "confirm" | "task_error" => tool.with_task_support(crate::protocol::TaskSupport::Optional),
+        "only_task" | "greet_task" => tool.with_task_support(crate::protocol::TaskSupport::Required),
+        _ => tool,
+    };
+    if name == "needs_sampling" { tool.with_required_capabilities(json!({"sampling": {}}).as_object().cloned().expect("object")) } else { tool }
 }
 
 fn elicit(key: &str, message: &str) -> InputRequest {
@@ -98,7 +90,7 @@ fn answer<'a>(cx: &'a CallContext, key: &str) -> Option<&'a Value> {
 }
 
 fn text_result(text: impl Into<String>) -> CallToolResult {
-    CallToolResult { content: vec![ContentBlock::text(text)], structured_content: None, is_error: false, meta: None }
+    CallToolResult::text(text)
 }
 
 impl FakePlugin {
@@ -132,35 +124,9 @@ impl FakePlugin {
             .into_iter()
             .map(tool)
             .collect(),
-            resources: vec![Resource {
-                uri: "fake://readme".into(),
-                name: "readme".into(),
-                title: None,
-                description: None,
-                mime_type: Some("text/plain".into()),
-                size: None,
-                icons: vec![],
-                annotations: None,
-                meta: None,
-            }],
-            resource_templates: vec![ResourceTemplate {
-                uri_template: "fake://items/{id}".into(),
-                name: "item".into(),
-                title: None,
-                description: None,
-                mime_type: None,
-                icons: vec![],
-                annotations: None,
-                meta: None,
-            }],
-            prompts: vec![Prompt {
-                name: "greet".into(),
-                title: None,
-                description: None,
-                arguments: vec![PromptArgument { name: "name".into(), title: None, description: None, required: true }],
-                icons: vec![],
-                meta: None,
-            }],
+            resources: vec![Resource::new("fake://readme", "readme").with_mime_type("text/plain")],
+            resource_templates: vec![ResourceTemplate::new("fake://items/{id}", "item")],
+            prompts: vec![Prompt::new("greet").with_arguments(vec![PromptArgument::new("name", true)])],
             ..Catalog::default()
         };
         Arc::new(FakePlugin { catalog, state: Arc::default() })
@@ -300,8 +266,7 @@ impl Plugin for FakePlugin {
                 }
                 "structured_array" => {
                     let structured = serde_json::value::RawValue::from_string("[1,2]".into()).expect("json");
-                    let result = CallToolResult { content: vec![], structured_content: Some(structured), is_error: false, meta: None };
-                    return Ok(Outcome::Complete(result));
+                    return Ok(Outcome::Complete(CallToolResult::structured(structured)));
                 }
                 "ask_forever" => return Ok(Outcome::InputRequired(InputRequired { requests: vec![roots("again")], state: None, in_task: false })),
                 _ => {}
@@ -309,12 +274,7 @@ impl Plugin for FakePlugin {
             let result = match tool {
                 "echo" => {
                     let args: Value = serde_json::from_str(arguments).map_err(|e| PluginError::InvalidParams(e.to_string()))?;
-                    Ok(CallToolResult {
-                        content: vec![ContentBlock::text(args["text"].as_str().unwrap_or_default())],
-                        structured_content: None,
-                        is_error: false,
-                        meta: None,
-                    })
+                    Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default()))
                 }
                 "trap" => Err(PluginError::Trap("wasm trap: unreachable".into())),
                 "refuse" => Err(PluginError::InvalidParams("no paths here".into())),
@@ -335,7 +295,7 @@ impl Plugin for FakePlugin {
                     cx.emit(CallEvent::Progress { progress: 1.0, total: Some(2.0), message: Some("half".into()) });
                     cx.emit(CallEvent::Progress { progress: 0.5, total: Some(2.0), message: None });
                     cx.emit(CallEvent::Progress { progress: 2.0, total: Some(2.0), message: None });
-                    Ok(CallToolResult { content: vec![ContentBlock::text("done")], structured_content: None, is_error: false, meta: None })
+                    Ok(CallToolResult::text("done"))
                 }
                 "gate" => {
                     // Waits for the test to open the gates, whatever the client says.
@@ -344,7 +304,7 @@ impl Plugin for FakePlugin {
                     if !self.state.released.load(Ordering::SeqCst) {
                         opened.await;
                     }
-                    Ok(CallToolResult { content: vec![ContentBlock::text("released")], structured_content: None, is_error: false, meta: None })
+                    Ok(CallToolResult::text("released"))
                 }
                 "obedient" => {
                     self.state.started.notify_one();
@@ -359,7 +319,7 @@ impl Plugin for FakePlugin {
                         cx.emit(CallEvent::Log { level: LogLevel::Error, logger: None, data: format!("flood {i}") });
                     }
                     self.state.flooded.notify_one();
-                    Ok(CallToolResult { content: vec![ContentBlock::text("flooded")], structured_content: None, is_error: false, meta: None })
+                    Ok(CallToolResult::text("flooded"))
                 }
                 _ => Err(PluginError::NotFound(tool.to_owned())),
             };
@@ -370,13 +330,7 @@ impl Plugin for FakePlugin {
     fn read_resource<'a>(&'a self, uri: &'a str, _cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         Box::pin(async move {
             if uri == "fake://readme" || uri == "fake://items/7" {
-                let contents = vec![ResourceContents {
-                    uri: uri.into(),
-                    mime_type: Some("text/plain".into()),
-                    text: Some(format!("contents of {uri}")),
-                    blob: None,
-                    meta: None,
-                }];
+                let contents = vec![ResourceContents::text(uri, format!("contents of {uri}")).with_mime_type("text/plain")];
                 let cache = (uri == "fake://readme").then_some(CacheHint { ttl_ms: 5000, scope: CacheScope::Public });
                 Ok(Outcome::Complete(ReadResourceResult { contents, meta: None, cache }))
             } else {
@@ -400,7 +354,7 @@ impl Plugin for FakePlugin {
                 }
             }
             let messages = vec![PromptMessage { role: Role::User, content: ContentBlock::text(format!("Say hello to {name}")) }];
-            Ok(Outcome::Complete(GetPromptResult { description: None, messages, meta: None }))
+            Ok(Outcome::Complete(GetPromptResult::new(messages)))
         })
     }
 
@@ -1156,7 +1110,7 @@ fn a_tool_result_moved_into_json_is_the_json_it_serializes_to() {
     use crate::protocol::{Annotations, ResourceLink};
     let raw = |text: &str| Some(serde_json::value::RawValue::from_string(text.to_owned()).expect("valid JSON"));
     let annotations = || Some(Annotations { audience: vec![Role::User], priority: Some(0.5), last_modified: None });
-    let contents = ResourceContents { uri: "a://x".into(), mime_type: None, text: Some("inner".into()), blob: None, meta: None };
+    let contents = ResourceContents::text("a://x", "inner");
     let link = ResourceLink {
         uri: "a://y".into(),
         name: "y".into(),

@@ -1,5 +1,8 @@
-//! The cache's file system calls where there is no Unix: ownership and permission bits are what
-//! the cache's trust rests on, so there the cache is off.
+//! The cache's file system calls for a host without Unix, where the cache would be off
+//! (`CacheError::Unsupported`): ownership and permission bits are what its trust rests on. No such
+//! build exists: the host uses Unix APIs without a fallback elsewhere (`runtime/sandbox.rs`,
+//! `input/seal.rs`, the stdio transport), so `cfg(not(unix))` never holds and this file is never
+//! compiled. It only gives the `cfg(not(unix))` branches of `cache.rs` something to name.
 
 use std::convert::Infallible;
 use std::fs::File;

@@ -11,11 +11,11 @@
 //! `kind` `edge`, JSON exactly at the caps), and the templates `cal://{year}-{month}-{day}` and
 //! `a://{v}…{v}!` (32 variables) are the ones backtracking matchers take minutes on.
 //!
-//! It is written directly against `wit/plugin.wit` with wit-bindgen, not with the guest SDK.
+//! It is written directly against `wit/paddock-plugin@0.2.0/plugin.wit` with wit-bindgen, not with the guest SDK.
 
 use serde_json::Value;
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit/paddock-plugin@0.2.0" });
 
 use exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
 use paddock::plugin::context::RequestContext;

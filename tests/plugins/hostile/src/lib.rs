@@ -3,7 +3,7 @@
 //! twin. The table that drives it is `tests/escape/attacks.rs`; the suite fails when a tool
 //! listed here has no row there.
 //!
-//! It is written against `wit/plugin.wit` with wit-bindgen and calls WASI through raw `wasip2`
+//! It is written against `wit/paddock-plugin@0.2.0/plugin.wit` with wit-bindgen and calls WASI through raw `wasip2`
 //! bindings rather than libc or the guest SDK, so each attack reaches the host as written.
 //!
 //! The operator can make its catalog hostile too: with `HOSTILE_CATALOG = "trap"` granted in its
@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit/paddock-plugin@0.2.0" });
 
 mod bombs;
 mod files;

@@ -1,7 +1,7 @@
 //! A complete `paddock:plugin` component that also imports `evil:escape/shell`, an interface no
 //! host provides: the loader must refuse it, naming the plugin, while the others load.
 
-wit_bindgen::generate!({ world: "evil:escape/plugin-with-shell", path: ["../../../wit", "wit"], generate_all });
+wit_bindgen::generate!({ world: "evil:escape/plugin-with-shell", path: ["../../../wit/paddock-plugin@0.2.0", "wit"], generate_all });
 
 use evil::escape::shell;
 use exports::paddock::plugin::{completion, metadata, prompts, resources, tools};
