@@ -44,6 +44,14 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// At most 64 characters of a plugin-supplied string, for error messages.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use template::{MAX_URI_BYTES, TemplateError, UriTemplate};
 
+use crate::escape::shorten;
 use crate::input::Outcome;
 use crate::plugin::{CallContext, Catalog, Plugin, PluginError};
 use crate::protocol::{
@@ -510,14 +511,6 @@ impl Named for ResourceTemplate {
 /// Whether `name` is a valid exposed name: `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// At most 64 characters of a plugin-supplied string, for error messages.
-pub(crate) fn shorten(text: &str) -> String {
-    match text.char_indices().nth(64) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
 }
 
 fn plugin_error(plugin: &dyn Plugin, error: PluginError) -> RouteError {

@@ -18,6 +18,7 @@ mod http_channels; // WebSocket and HTTP+SSE: framing, subprotocol, limits, sess
 mod http_guard; // Host/Origin, bearer tokens, size and connection limits, graceful shutdown
 mod http_sessions; // Streamable HTTP legacy sessions: statuses, GET stream, resumption, expiry, cap
 mod http_stateless; // Streamable HTTP 2026-07-28: headers, statuses, SSE, listen, cancel, replicas
+mod layers; // imports point down: a layer per host module, no circle inside a folder
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors, page faults of a large call
 mod tidy; // repository hygiene: module docs, no inherited stdio/env/network, stdout writers
