@@ -365,7 +365,8 @@ impl Session {
         };
         let listen = method == "subscriptions/listen" && matches!(era, Era::Modern { .. });
         if !listen && !methods::runs_in_plugin(&method) {
-            let outcome = self.serve_local(&method, params.as_ref(), era);
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.serve_local(&method, params.as_ref(), era)))
+                .unwrap_or_else(|panic| Err(panicked(&id, &method, panic.as_ref())));
             if method == "initialize" && outcome.is_ok() {
                 self.follow_changes();
             }
@@ -378,7 +379,13 @@ impl Session {
         self.requests.spawn(REQUEST_STREAM.scope(dest.out, async move {
             let Admitted { permit, cx, generation, events } = admitted;
             if listen {
-                session.listen(id, generation, params, era, cx, permit).await;
+                // A panic is answered like any request's; the permit went with the unwinding.
+                let listened = AssertUnwindSafe(Arc::clone(&session).listen(id.clone(), generation, params, era, cx, permit)).catch_unwind().await;
+                if let Err(panic) = listened
+                    && let Some(entry) = session.finish(&id, generation)
+                {
+                    session.deliver_error(&entry.dest, &id, &panicked(&id, &method, panic.as_ref())).await;
+                }
             } else {
                 session.run_plugin_request(id, generation, method, params, era, cx, events, permit).await;
             }
@@ -560,6 +567,9 @@ impl Session {
                 self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level = level;
                 Ok(json!({}))
             }
+            // What the panic guard of local methods is tested with.
+            #[cfg(test)]
+            "test/panic" => panic!("a test asked this request to panic"),
             _ => methods::serve_list(&self.server.router(), method, params, era),
         }
     }
@@ -610,11 +620,7 @@ impl Session {
         let Some(entry) = self.finish(&id, generation) else { return };
         let outcome = match outcome {
             Some(Ok(outcome)) => outcome,
-            Some(Err(panic)) => {
-                let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-                tracing::error!(request = %crate::escape::Escaped(&jsonrpc::shortened(&id.to_string())), method = %crate::escape::Escaped(&method), panic = %crate::escape::Escaped(&what), "a request panicked");
-                Err(ErrorObject::new(jsonrpc::INTERNAL_ERROR, "internal error"))
-            }
+            Some(Err(panic)) => Err(panicked(&id, &method, panic.as_ref())),
             None => return,
         };
         // The request counts as in flight until its reply has room in the queue (a client that
@@ -710,6 +716,15 @@ impl Session {
             slot.send(line, FrameKind::Reply { error });
         }
     }
+}
+
+/// What a request that panicked is answered with (`-32603`, nothing of the panic), after the
+/// panic is logged with the request and the method, escaped. Every request, local or served by a
+/// plugin or a listen stream, is answered through this when it panics.
+fn panicked(id: &Id, method: &str, panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+    tracing::error!(request = %crate::escape::Escaped(&jsonrpc::shortened(&id.to_string())), method = %crate::escape::Escaped(&jsonrpc::shortened(method)), panic = %crate::escape::Escaped(&jsonrpc::shortened(&what)), "a request panicked");
+    ErrorObject::new(jsonrpc::INTERNAL_ERROR, "internal error")
 }
 
 #[cfg(test)]

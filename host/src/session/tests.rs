@@ -813,6 +813,18 @@ async fn a_slow_call_does_not_block_ping_and_a_cancelled_call_gets_no_reply() {
 }
 
 #[tokio::test]
+async fn a_local_method_that_panics_is_answered_with_an_internal_error_and_the_session_serves_on() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25").await;
+    let reply = h.ask(r#"{"jsonrpc":"2.0","id":5,"method":"test/panic"}"#).await;
+    assert_eq!(reply["id"], 5);
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(reply["error"]["message"], "internal error", "nothing of the panic reaches the client");
+    assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#).await["id"], 6);
+    h.assert_quiet().await;
+}
+
+#[tokio::test]
 async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
     let plugin = FakePlugin::new();
     let mut h = Harness::with_router(router_of(&plugin));

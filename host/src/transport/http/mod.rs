@@ -462,11 +462,27 @@ async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Re
     match body::read_whole(&shared, request).await {
         Ok((request, held)) => {
             // The body's charge lasts until the handler has answered: its parse is paid for.
-            let response = next.run(request).await;
+            let path = request.uri().path().to_owned();
+            let response = guarded(&path, next.run(request)).await;
             drop(held);
             response
         }
         Err(refusal) => refusal,
+    }
+}
+
+/// Runs a handler; a panic in it is answered 500 with a JSON-RPC `-32603` (nothing of the
+/// panic) and logged, instead of dropping the connection unanswered.
+async fn guarded(path: &str, handler: impl std::future::Future<Output = axum::response::Response>) -> axum::response::Response {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => {
+            let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            tracing::error!(path = %crate::escape::Escaped(&crate::jsonrpc::shortened(path)), panic = %crate::escape::Escaped(&crate::jsonrpc::shortened(&what)), "an HTTP handler panicked");
+            let error = crate::jsonrpc::ErrorObject::new(crate::jsonrpc::INTERNAL_ERROR, "internal error");
+            json_reply(StatusCode::INTERNAL_SERVER_ERROR, crate::jsonrpc::error_line(None, &error))
+        }
     }
 }
 
@@ -515,4 +531,23 @@ fn json_reply(status: StatusCode, line: String) -> axum::response::Response {
 /// A short text answer.
 fn plain(status: StatusCode, text: &'static str) -> axum::response::Response {
     (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn a_handler_that_panics_is_answered_500_with_an_internal_error() {
+        let handler = async {
+            if "a test".len() < 10 {
+                panic!("a handler panicked on purpose");
+            }
+            axum::response::Response::default()
+        };
+        let response = super::guarded("/mcp", handler).await;
+        assert_eq!(response.status(), axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 4096).await.expect("a body");
+        let reply: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(reply["error"]["code"], -32603);
+        assert!(!reply.to_string().contains("on purpose"), "nothing of the panic reaches the client: {reply}");
+    }
 }
