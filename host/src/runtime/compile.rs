@@ -15,7 +15,7 @@ use wasmtime::component::Component;
 
 use super::Runtime;
 use super::cache::{Cache, CacheOutcome, FileIdentity, Lookup};
-use super::loader::LoadError;
+use super::load_error::LoadError;
 
 /// Largest plugin file accepted.
 pub(crate) const MAX_WASM_BYTES: u64 = 256 << 20;

@@ -61,7 +61,7 @@ pub(crate) fn input_required(r: wi::InputRequired, budget: &mut Budget) -> Resul
     for request in r.requests {
         let key = request.key;
         if key.is_empty() || key.len() > MAX_INPUT_KEY || key.chars().any(char::is_control) {
-            return Err(malformed(format!("input key `{}` must be 1 to {MAX_INPUT_KEY} bytes without control characters", super::host::truncate(key, 64))));
+            return Err(malformed(format!("input key `{}` must be 1 to {MAX_INPUT_KEY} bytes without control characters", super::text::truncate(key, 64))));
         }
         if !keys.insert(key.clone()) {
             return Err(malformed(format!("input key `{key}` is used twice in one round")));
@@ -87,7 +87,7 @@ fn request_params(kind: wi::InputRequestKind, budget: &mut Budget) -> Result<(In
             InputMethod::ElicitForm
         }
         wi::InputRequestKind::ElicitUrl(page) => {
-            check_page_url(&page.url).map_err(|why| PluginError::MalformedOutput(format!("{why}: `{}`", super::host::truncate(page.url.clone(), 64))))?;
+            check_page_url(&page.url).map_err(|why| PluginError::MalformedOutput(format!("{why}: `{}`", super::text::truncate(page.url.clone(), 64))))?;
             params.insert("mode".into(), json!("url"));
             params.insert("message".into(), json!(page.message));
             params.insert("url".into(), json!(page.url));

@@ -24,11 +24,16 @@ mod host;
 mod http;
 mod input;
 mod json;
+mod linker;
+mod load_error;
 mod loader;
+mod outcome;
 mod output;
 mod plugin;
 mod refusals;
 mod sandbox;
+mod store_state;
+mod text;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,7 +47,8 @@ pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SC
 pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use engine::SlotReset;
 pub use json::MAX_JSON_DEPTH;
-pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
+pub use load_error::LoadError;
+pub use loader::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
 pub use plugin::WasmPlugin;
 pub use refusals::RefusalCounters;
 pub use sandbox::SandboxError;
@@ -109,7 +115,7 @@ pub struct Runtime {
     cache: Option<cache::Cache>,
     global: Arc<Semaphore>,
     /// The host interfaces, linked once for every plugin.
-    linker: Arc<Linker<sandbox::HostState>>,
+    linker: Arc<Linker<store_state::HostState>>,
     slot_reset: SlotReset,
     max_memory: u64,
     services: sandbox::HostServices,
@@ -134,7 +140,7 @@ impl Runtime {
         };
         let (engine, slot_reset) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         tracing::debug!(?slot_reset, "instance slots");
-        let linker = Arc::new(plugin::host_linker(&engine).map_err(|e| RuntimeError::Engine(e.to_string()))?);
+        let linker = Arc::new(linker::host_linker(&engine).map_err(|e| RuntimeError::Engine(e.to_string()))?);
         engine::start_ticker(&engine);
         let cache = if options.no_cache {
             None

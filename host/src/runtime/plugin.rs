@@ -6,16 +6,18 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
 use super::bindings::{self, PluginPre};
 use super::catalog::{self, Declared};
 use super::convert::{self, Budget};
-use super::loader::LoadError;
+use super::load_error::LoadError;
+use super::outcome;
 use super::refusals::RefusalCounters;
-use super::sandbox::{HostState, PrepareError, Sandbox};
+use super::sandbox::Sandbox;
+use super::store_state::{HostState, PrepareError, Stop};
 use crate::input::Outcome;
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
@@ -32,18 +34,6 @@ const LIFT_HEADROOM: usize = 1 << 20;
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// The deadline of the load-time calls that read the catalog.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The host's interfaces (WASI p2, wasi:http, the audit hooks and `paddock:plugin/host`),
-/// linked once per engine and shared by every plugin.
-pub(crate) fn host_linker(engine: &wasmtime::Engine) -> Result<Linker<HostState>, LoadError> {
-    let mut linker = Linker::<HostState>::new(engine);
-    let link = |r: wasmtime::Result<()>| r.map_err(|e| LoadError::Link(e.to_string()));
-    link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
-    link(super::audit::add_to_linker(&mut linker))?;
-    link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
-    link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
-    Ok(linker)
-}
 
 /// A plugin served from a WebAssembly component.
 pub struct WasmPlugin {
@@ -81,13 +71,6 @@ impl Exports {
             completion: completion::GuestIndices::new(pre)?,
         })
     }
-}
-
-/// Why a call stopped early, as seen by the epoch callback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
-    Deadline,
-    Cancelled,
 }
 
 /// A live call: the store, the instance and the permits that admitted it.
@@ -345,7 +328,7 @@ impl Plugin for WasmPlugin {
             let export = call_finish(&mut call.store, export, call.timeout)?;
             let out = export.call_call_tool(&mut call.store, &context, tool, &arguments.to_owned()).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::call_outcome(out, &mut self.budget()))
+            call.charged(outcome::call(out, &mut self.budget()))
         }))
     }
 
@@ -357,7 +340,7 @@ impl Plugin for WasmPlugin {
             let export = call_finish(&mut call.store, export, call.timeout)?;
             let out = export.call_read_resource(&mut call.store, &context, uri).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::read_outcome(out, &mut self.budget()))
+            call.charged(outcome::read(out, &mut self.budget()))
         }))
     }
 
@@ -374,7 +357,7 @@ impl Plugin for WasmPlugin {
             let export = call_finish(&mut call.store, export, call.timeout)?;
             let out = export.call_get_prompt(&mut call.store, &context, prompt, arguments).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::prompt_outcome(out, &mut self.budget()))
+            call.charged(outcome::prompt(out, &mut self.budget()))
         }))
     }
 
