@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::sandbox::SandboxError;
+use super::sandbox::prepared::SandboxError;
 
 /// The contract version this host loads.
 pub const CONTRACT_VERSION: &str = "0.2.0";

@@ -15,8 +15,8 @@ use wasmtime_wasi::FsPerms;
 
 use super::descriptors::{CallCeiling, DescriptorPool, Unreserved};
 use super::egress::Egress;
-use super::http::{InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
-use super::refusals::RefusalCounters;
+use super::outbound_http::{InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
+use super::refusal_log::RefusalCounters;
 use crate::policy::{FsMode, Grant, OutboundRules, SecretGrant, SecretSource};
 
 /// pollables, wasi:http fields and bodies). Each open file is also a host descriptor, so this

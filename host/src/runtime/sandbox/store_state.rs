@@ -18,10 +18,10 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::descriptors::{CallDescriptors, Exhausted};
 use super::egress::ResponseBudget;
-use super::http::{HttpPolicy, MAX_REQUESTS_IN_FLIGHT};
-use super::output::{LogSink, OutputBudget, Stream};
-use super::refusals::Recorder;
-use super::sandbox::{MAX_RESOURCES, Sandbox};
+use super::guest_output::{LogSink, OutputBudget, Stream};
+use super::outbound_http::{HttpPolicy, MAX_REQUESTS_IN_FLIGHT};
+use super::prepared::{MAX_RESOURCES, Sandbox};
+use super::refusal_log::Recorder;
 use crate::plugin::CallContext;
 use crate::policy::RefusalKind;
 
@@ -91,7 +91,7 @@ impl DescriptorPaths {
 
 /// `path` cut to `MAX_SHOWN` bytes (with a marker).
 pub(crate) fn shown(path: &str) -> String {
-    super::text::truncate(path.to_owned(), MAX_SHOWN)
+    crate::runtime::text::truncate(path.to_owned(), MAX_SHOWN)
 }
 
 /// Why a call stopped early, as seen by the epoch callback.

@@ -9,13 +9,13 @@
 //! (`CallBudgets`). The excess is dropped, counted, and recorded once per call. Plugin text that
 //! reaches the operator's log is escaped.
 
-use super::bindings::paddock::plugin::host::{Host, ListKind, LogLevel as WitLogLevel};
-use super::bindings::paddock::plugin::{context, input, types};
-use super::store_state::HostState;
-use super::text::truncate;
 use crate::escape::Escaped;
 use crate::plugin::{CallEvent, LogLevel};
 use crate::policy::RefusalKind;
+use crate::runtime::bindings::paddock::plugin::host::{Host, ListKind, LogLevel as WitLogLevel};
+use crate::runtime::bindings::paddock::plugin::{context, input, types};
+use crate::runtime::sandbox::store_state::HostState;
+use crate::runtime::text::truncate;
 
 /// Longest log message kept (longer ones are cut, with a marker).
 const MAX_LOG_BYTES: usize = 16 << 10;

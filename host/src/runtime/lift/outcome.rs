@@ -1,12 +1,12 @@
 //! A request's outcome lifted from the guest: a complete result (through `convert`), or the
 //! input the plugin needs first (through `input`).
 
-use super::bindings::exports::paddock::plugin::{prompts as wp, resources as wr, tools as wt};
 use super::convert::{Budget, call_result, prompt_result, read_result};
-use super::input::input_required;
+use super::wit_input::input_required;
 use crate::input::Outcome;
 use crate::plugin::PluginError;
 use crate::protocol::{CallToolResult, GetPromptResult, ReadResourceResult};
+use crate::runtime::bindings::exports::paddock::plugin::{prompts as wp, resources as wr, tools as wt};
 
 /// A tool call's outcome: a result, or the input it needs first.
 pub(crate) fn call(o: wt::CallOutcome, budget: &mut Budget) -> Result<Outcome<CallToolResult>, PluginError> {

@@ -11,13 +11,13 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
 use super::bindings::{self, PluginPre};
-use super::catalog::{self, Declared};
-use super::convert::{self, Budget};
+use super::lift::catalog::{self, Declared};
+use super::lift::convert::{self, Budget};
+use super::lift::outcome;
 use super::load_error::LoadError;
-use super::outcome;
-use super::refusals::RefusalCounters;
-use super::sandbox::Sandbox;
-use super::store_state::{HostState, PrepareError, Stop};
+use super::sandbox::prepared::Sandbox;
+use super::sandbox::refusal_log::RefusalCounters;
+use super::sandbox::store_state::{HostState, PrepareError, Stop};
 use crate::input::Outcome;
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
@@ -322,7 +322,7 @@ impl Plugin for WasmPlugin {
 
     fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::input::request_context(&cx.request)?;
+            let context = super::lift::wit_input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
             let export = self.exports.tools.load(&mut call.store, &call.instance);
             let export = call_finish(&mut call.store, export, call.timeout)?;
@@ -334,7 +334,7 @@ impl Plugin for WasmPlugin {
 
     fn read_resource<'a>(&'a self, uri: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::input::request_context(&cx.request)?;
+            let context = super::lift::wit_input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
             let export = self.exports.resources.load(&mut call.store, &call.instance);
             let export = call_finish(&mut call.store, export, call.timeout)?;
@@ -351,7 +351,7 @@ impl Plugin for WasmPlugin {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
         Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::input::request_context(&cx.request)?;
+            let context = super::lift::wit_input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(prompt)).await?;
             let export = self.exports.prompts.load(&mut call.store, &call.instance);
             let export = call_finish(&mut call.store, export, call.timeout)?;
@@ -374,7 +374,7 @@ impl Plugin for WasmPlugin {
                 argument_value: request.argument_value.clone(),
                 context: request.context.clone(),
             };
-            let context = super::input::request_context(&cx.request)?;
+            let context = super::lift::wit_input::request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some("completion")).await?;
             let export = self.exports.completion.load(&mut call.store, &call.instance);
             let export = call_finish(&mut call.store, export, call.timeout)?;

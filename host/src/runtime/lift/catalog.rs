@@ -11,12 +11,12 @@
 
 use std::collections::HashSet;
 
-use super::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, resources as wr, tools as wt};
 use super::convert::{self, Budget, JsonKind};
 use crate::plugin::{Catalog, FileRequest, ListCacheHints, PluginError, PluginInfo, RequestedCapabilities};
 use crate::protocol::{Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::router::shorten;
 use crate::router::template::{MAX_URI_BYTES, UriTemplate};
+use crate::runtime::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, resources as wr, tools as wt};
 
 /// Most tools, resources, templates or prompts one plugin may declare (each).
 pub const MAX_ITEMS: usize = 1000;

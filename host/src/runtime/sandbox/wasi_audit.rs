@@ -95,7 +95,7 @@ impl PathOp {
         };
         let code = fs::Host::convert_error_code(&mut state.filesystem(), err)?;
         if is_refusal(code) {
-            let target = super::text::truncate(format!("{} {}", self.op, self.target), 2 * MAX_SHOWN);
+            let target = crate::runtime::text::truncate(format!("{} {}", self.op, self.target), 2 * MAX_SHOWN);
             state.recorder.refuse(RefusalKind::File, &target);
         }
         Ok(Err(code))

@@ -20,8 +20,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::value::RawValue;
 
-use super::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, resources as wr, tools as wt};
-use super::bindings::paddock::plugin::types as w;
 pub(crate) use super::json::JsonKind;
 use super::json::serialized_len;
 use crate::plugin::PluginError;
@@ -29,6 +27,8 @@ use crate::protocol::{
     Annotations, CacheHint, CacheScope, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json, PromptMessage, ReadResourceResult,
     ResourceContents, ResourceLink, Role,
 };
+use crate::runtime::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, resources as wr, tools as wt};
+use crate::runtime::bindings::paddock::plugin::types as w;
 
 /// Most values a completion may return (MCP's limit).
 const MAX_COMPLETION_VALUES: usize = 100;
@@ -494,7 +494,7 @@ pub(crate) fn completion(r: wc::CompletionResult, budget: &mut Budget) -> Result
 
 /// Maps the WIT `error` of a plugin request to the seam's error.
 pub(crate) fn error(e: w::Error) -> PluginError {
-    let bounded = |s: String| super::text::truncate(s, 4096);
+    let bounded = |s: String| crate::runtime::text::truncate(s, 4096);
     match e {
         w::Error::NotFound(s) => PluginError::NotFound(bounded(s)),
         w::Error::InvalidParams(s) => PluginError::InvalidParams(bounded(s)),

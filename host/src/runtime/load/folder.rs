@@ -10,12 +10,12 @@ use wasmtime::component::Component;
 
 use super::cache::CacheOutcome;
 use super::compile::Compiles;
-use super::load_error::{CONTRACT_VERSION, LoadError};
-use super::sandbox::Sandbox;
-use super::{MAX_INSTANCES, Runtime, WasmPlugin};
 use crate::config::{Config, valid_id};
 use crate::plugin::{Catalog, Plugin};
 use crate::policy::{self, Grant, GrantRef, Limits, Protected};
+use crate::runtime::load_error::{CONTRACT_VERSION, LoadError};
+use crate::runtime::sandbox::prepared::Sandbox;
+use crate::runtime::{MAX_INSTANCES, Runtime, WasmPlugin};
 
 /// The interfaces every plugin must export.
 const REQUIRED_EXPORTS: [&str; 5] = [
@@ -147,9 +147,12 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // Every plugin's descriptor budget is reserved out of the process's pool when its sandbox
     // is made; budgets that do not fit together are cut in proportion first, not first come.
     let pool = &runtime.services.descriptors;
-    if let Some(warning) =
-        super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit(), super::sandbox::CALL_CEILING)
-    {
+    if let Some(warning) = crate::runtime::sandbox::descriptors::fit(
+        admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)),
+        pool.free(),
+        pool.limit(),
+        crate::runtime::sandbox::prepared::CALL_CEILING,
+    ) {
         tracing::warn!("{warning}");
         report.warnings.push(warning);
     }
@@ -201,7 +204,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(super) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
+pub(crate) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
     let (component, cache) = compiles.component(runtime, path).await?;
     check_world(&component)?;
     let pre = WasmPlugin::link(&runtime.linker, &component)?;
