@@ -6,14 +6,16 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, Instance, Linker};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
+use super::bindings::paddock::plugin::{context as wx, types as w};
 use super::bindings::{self, PluginPre};
 use super::lift::catalog::{self, Declared};
 use super::lift::convert::{self, Budget};
 use super::lift::outcome;
+use super::lift::wit_input::request_context;
 use super::load_error::LoadError;
 use super::sandbox::prepared::Sandbox;
 use super::sandbox::refusal_log::RefusalCounters;
@@ -188,6 +190,35 @@ impl WasmPlugin {
         Ok(Call { store, instance, timeout, _permits: permits })
     }
 
+    /// One request, the same for every interface: the request context lowered, the call
+    /// admitted with a fresh store and instance, the interface's export loaded (`load`), the
+    /// guest called (`run`), and its answer lifted under the output budget (`lift`), all under
+    /// the deadline and the cancellation grace. Generic, so nothing is boxed beyond the one
+    /// future the seam returns.
+    fn serve<'a, E, O, R>(
+        &'a self,
+        cx: &'a CallContext,
+        operation: &'a str,
+        load: impl FnOnce(&Exports, &mut Store<HostState>, &Instance) -> wasmtime::Result<E> + 'a,
+        run: impl AsyncFnOnce(E, &mut Store<HostState>, &wx::RequestContext) -> wasmtime::Result<Result<O, w::Error>> + 'a,
+        lift: impl FnOnce(O, &mut Budget) -> Result<R, PluginError> + 'a,
+    ) -> impl Future<Output = Result<R, PluginError>> + 'a
+    where
+        E: 'a,
+        O: 'a,
+        R: 'a,
+    {
+        with_deadline(self.timeout(), cx, async move {
+            let context = request_context(&cx.request)?;
+            let mut call = self.start(cx, self.timeout(), Some(operation)).await?;
+            let export = load(&self.exports, &mut call.store, &call.instance);
+            let export = call_finish(&mut call.store, export, call.timeout)?;
+            let out = run(export, &mut call.store, &context).await;
+            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+            call.charged(lift(out, &mut self.budget()))
+        })
+    }
+
     fn timeout(&self) -> Duration {
         self.sandbox.grant.limits.timeout
     }
@@ -321,27 +352,23 @@ impl Plugin for WasmPlugin {
     }
 
     fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::lift::wit_input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
-            let export = self.exports.tools.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_call_tool(&mut call.store, &context, tool, &arguments.to_owned()).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(outcome::call(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            tool,
+            |exports, store, instance| exports.tools.load(store, instance),
+            async move |export, store, context| export.call_call_tool(store, context, tool, &arguments.to_owned()).await,
+            outcome::call,
+        ))
     }
 
     fn read_resource<'a>(&'a self, uri: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::lift::wit_input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
-            let export = self.exports.resources.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_read_resource(&mut call.store, &context, uri).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(outcome::read(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            uri,
+            |exports, store, instance| exports.resources.load(store, instance),
+            async move |export, store, context| export.call_read_resource(store, context, uri).await,
+            outcome::read,
+        ))
     }
 
     fn get_prompt<'a>(
@@ -350,38 +377,36 @@ impl Plugin for WasmPlugin {
         arguments: &'a [(String, String)],
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::lift::wit_input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(prompt)).await?;
-            let export = self.exports.prompts.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_get_prompt(&mut call.store, &context, prompt, arguments).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(outcome::prompt(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            prompt,
+            |exports, store, instance| exports.prompts.load(store, instance),
+            async move |export, store, context| export.call_get_prompt(store, context, prompt, arguments).await,
+            outcome::prompt,
+        ))
     }
 
     fn complete<'a>(&'a self, request: &'a CompletionRequest, cx: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {
         use bindings::exports::paddock::plugin::completion as wc;
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let target = match &request.target {
-                CompletionTarget::Prompt(p) => wc::CompletionTarget::Prompt(p.clone()),
-                CompletionTarget::ResourceTemplate(t) => wc::CompletionTarget::ResourceTemplate(t.clone()),
-            };
-            let wit_request = wc::CompletionRequest {
-                target,
-                argument_name: request.argument_name.clone(),
-                argument_value: request.argument_value.clone(),
-                context: request.context.clone(),
-            };
-            let context = super::lift::wit_input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some("completion")).await?;
-            let export = self.exports.completion.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_complete(&mut call.store, &context, &wit_request).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::completion(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            "completion",
+            |exports, store, instance| exports.completion.load(store, instance),
+            async move |export, store, context| {
+                let target = match &request.target {
+                    CompletionTarget::Prompt(p) => wc::CompletionTarget::Prompt(p.clone()),
+                    CompletionTarget::ResourceTemplate(t) => wc::CompletionTarget::ResourceTemplate(t.clone()),
+                };
+                let wit_request = wc::CompletionRequest {
+                    target,
+                    argument_name: request.argument_name.clone(),
+                    argument_value: request.argument_value.clone(),
+                    context: request.context.clone(),
+                };
+                export.call_complete(store, context, &wit_request).await
+            },
+            convert::completion,
+        ))
     }
 }
 
