@@ -8,27 +8,16 @@
 //! - `load_folder` / `inspect`: loading a plugins folder with its grants, reporting every bad
 //!   file with its path and reason while the good ones load.
 
-mod audit;
 #[allow(unsafe_code)]
 mod bindings;
-// Maps compiled code it has verified; each `unsafe` block there states why it holds.
-#[allow(unsafe_code)]
-mod cache;
-mod catalog;
-mod compile;
-mod convert;
-mod descriptors;
-mod egress;
 mod engine;
-mod host;
-mod http;
-mod input;
-mod json;
-mod loader;
-mod output;
-mod plugin;
-mod refusals;
+mod imports;
+mod lift;
+mod load;
+mod load_error;
 mod sandbox;
+mod text;
+mod wasm_plugin;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,15 +26,16 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-pub use cache::{CacheOutcome, default_cache_dir};
-pub use catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
-pub use egress::{FixedResolver, Resolve, SystemResolver};
 pub use engine::SlotReset;
-pub use json::MAX_JSON_DEPTH;
-pub use loader::{Inspection, LoadError, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
-pub use plugin::WasmPlugin;
-pub use refusals::RefusalCounters;
-pub use sandbox::SandboxError;
+pub use lift::catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
+pub use lift::json::MAX_JSON_DEPTH;
+pub use load::cache::{CacheOutcome, default_cache_dir};
+pub use load::folder::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
+pub use load_error::LoadError;
+pub use sandbox::egress::{FixedResolver, Resolve, SystemResolver};
+pub use sandbox::prepared::SandboxError;
+pub use sandbox::refusal_log::RefusalCounters;
+pub use wasm_plugin::WasmPlugin;
 
 /// The most instances a runtime keeps alive at once, across all plugins.
 pub const MAX_INSTANCES: u32 = 1000;
@@ -90,7 +80,7 @@ impl Default for RuntimeOptions {
             max_memory: crate::policy::Limits::DEFAULT_MEMORY,
             resolver: None,
             max_descriptors: None,
-            host_descriptors: descriptors::HOST_RESERVE,
+            host_descriptors: sandbox::descriptors::HOST_RESERVE,
         }
     }
 }
@@ -106,13 +96,13 @@ pub enum RuntimeError {
 #[derive(Clone)]
 pub struct Runtime {
     engine: Engine,
-    cache: Option<cache::Cache>,
+    cache: Option<load::cache::Cache>,
     global: Arc<Semaphore>,
     /// The host interfaces, linked once for every plugin.
-    linker: Arc<Linker<sandbox::HostState>>,
+    linker: Arc<Linker<sandbox::store_state::HostState>>,
     slot_reset: SlotReset,
     max_memory: u64,
-    services: sandbox::HostServices,
+    services: sandbox::prepared::HostServices,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -128,19 +118,19 @@ impl Runtime {
     pub fn new(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
         let options = RuntimeOptions { max_memory: options.max_memory.max(1 << 20), ..options };
         let resolver = options.resolver.clone().unwrap_or_else(|| Arc::new(SystemResolver));
-        let services = sandbox::HostServices {
-            egress: egress::Egress::new(resolver),
-            descriptors: Arc::new(descriptors::DescriptorPool::for_process(options.max_descriptors, options.host_descriptors)),
+        let services = sandbox::prepared::HostServices {
+            egress: sandbox::egress::Egress::new(resolver),
+            descriptors: Arc::new(sandbox::descriptors::DescriptorPool::for_process(options.max_descriptors, options.host_descriptors)),
         };
         let (engine, slot_reset) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         tracing::debug!(?slot_reset, "instance slots");
-        let linker = Arc::new(plugin::host_linker(&engine).map_err(|e| RuntimeError::Engine(e.to_string()))?);
+        let linker = Arc::new(imports::linker::host_linker(&engine).map_err(|e| RuntimeError::Engine(e.to_string()))?);
         engine::start_ticker(&engine);
         let cache = if options.no_cache {
             None
         } else {
             match options.cache_dir.clone().or_else(default_cache_dir) {
-                Some(dir) => match cache::Cache::open(&dir, &engine) {
+                Some(dir) => match load::cache::Cache::open(&dir, &engine) {
                     Ok(cache) => Some(cache),
                     Err(err) => {
                         tracing::warn!(dir = %dir.display(), error = %err, "cannot use the compiled-plugin cache; compiling every start");
@@ -159,7 +149,7 @@ impl Runtime {
 
     /// The compiled-plugin cache directory in use, if any.
     pub fn cache_dir(&self) -> Option<&Path> {
-        self.cache.as_ref().map(cache::Cache::dir)
+        self.cache.as_ref().map(load::cache::Cache::dir)
     }
 
     /// The cache file the component `wasm` is (or would be) stored in.
@@ -191,7 +181,7 @@ impl Runtime {
     /// Loads one plugin file with its grant: compile (or load from the cache), link, read the
     /// catalog. The error is one line saying why, without the path.
     pub async fn load_plugin(&self, id: &str, path: &Path, grant: crate::policy::Grant) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
-        let sandbox = sandbox::Sandbox::new(id, grant, self.services.clone())?;
-        loader::load_one(self, &compile::Compiles::new(), path, sandbox).await
+        let sandbox = sandbox::prepared::Sandbox::new(id, grant, self.services.clone())?;
+        load::folder::load_one(self, &load::compile::Compiles::new(), path, sandbox).await
     }
 }

@@ -26,7 +26,7 @@ use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, WasiBody};
 
-use super::refusals::Recorder;
+use super::refusal_log::Recorder;
 use crate::policy::{OutboundRules, RefusalKind, Target, canonical_ip};
 
 /// Longest wait for a name lookup.

@@ -25,7 +25,7 @@ use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::descriptors::{DescriptorPool, HeldDescriptor};
 use super::egress::{Charge, Egress, ResponseBudget, Timeouts};
-use super::refusals::Recorder;
+use super::refusal_log::Recorder;
 use crate::policy::{OutboundRules, RefusalKind, Target};
 
 /// Longest wait for a connection (all vetted addresses together), and for the TLS and HTTP

@@ -6,16 +6,20 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Instance, Linker};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
+use super::bindings::paddock::plugin::{context as wx, types as w};
 use super::bindings::{self, PluginPre};
-use super::catalog::{self, Declared};
-use super::convert::{self, Budget};
-use super::loader::LoadError;
-use super::refusals::RefusalCounters;
-use super::sandbox::{HostState, PrepareError, Sandbox};
+use super::lift::catalog::{self, Declared};
+use super::lift::convert::{self, Budget};
+use super::lift::outcome;
+use super::lift::wit_input::request_context;
+use super::load_error::LoadError;
+use super::sandbox::prepared::Sandbox;
+use super::sandbox::refusal_log::RefusalCounters;
+use super::sandbox::store_state::{HostState, PrepareError, Stop};
 use crate::input::Outcome;
 use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
@@ -32,18 +36,6 @@ const LIFT_HEADROOM: usize = 1 << 20;
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// The deadline of the load-time calls that read the catalog.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The host's interfaces (WASI p2, wasi:http, the audit hooks and `paddock:plugin/host`),
-/// linked once per engine and shared by every plugin.
-pub(crate) fn host_linker(engine: &wasmtime::Engine) -> Result<Linker<HostState>, LoadError> {
-    let mut linker = Linker::<HostState>::new(engine);
-    let link = |r: wasmtime::Result<()>| r.map_err(|e| LoadError::Link(e.to_string()));
-    link(wasmtime_wasi::p2::add_to_linker_async(&mut linker))?;
-    link(super::audit::add_to_linker(&mut linker))?;
-    link(wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))?;
-    link(bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s))?;
-    Ok(linker)
-}
 
 /// A plugin served from a WebAssembly component.
 pub struct WasmPlugin {
@@ -81,13 +73,6 @@ impl Exports {
             completion: completion::GuestIndices::new(pre)?,
         })
     }
-}
-
-/// Why a call stopped early, as seen by the epoch callback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
-    Deadline,
-    Cancelled,
 }
 
 /// A live call: the store, the instance and the permits that admitted it.
@@ -203,6 +188,35 @@ impl WasmPlugin {
         let instance = self.pre.instance_pre().instantiate_async(&mut store).await;
         let instance = call_finish(&mut store, instance, timeout)?;
         Ok(Call { store, instance, timeout, _permits: permits })
+    }
+
+    /// One request, the same for every interface: the request context lowered, the call
+    /// admitted with a fresh store and instance, the interface's export loaded (`load`), the
+    /// guest called (`run`), and its answer lifted under the output budget (`lift`), all under
+    /// the deadline and the cancellation grace. Generic, so nothing is boxed beyond the one
+    /// future the seam returns.
+    fn serve<'a, E, O, R>(
+        &'a self,
+        cx: &'a CallContext,
+        operation: &'a str,
+        load: impl FnOnce(&Exports, &mut Store<HostState>, &Instance) -> wasmtime::Result<E> + 'a,
+        run: impl AsyncFnOnce(E, &mut Store<HostState>, &wx::RequestContext) -> wasmtime::Result<Result<O, w::Error>> + 'a,
+        lift: impl FnOnce(O, &mut Budget) -> Result<R, PluginError> + 'a,
+    ) -> impl Future<Output = Result<R, PluginError>> + 'a
+    where
+        E: 'a,
+        O: 'a,
+        R: 'a,
+    {
+        with_deadline(self.timeout(), cx, async move {
+            let context = request_context(&cx.request)?;
+            let mut call = self.start(cx, self.timeout(), Some(operation)).await?;
+            let export = load(&self.exports, &mut call.store, &call.instance);
+            let export = call_finish(&mut call.store, export, call.timeout)?;
+            let out = run(export, &mut call.store, &context).await;
+            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+            call.charged(lift(out, &mut self.budget()))
+        })
     }
 
     fn timeout(&self) -> Duration {
@@ -338,27 +352,23 @@ impl Plugin for WasmPlugin {
     }
 
     fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(tool)).await?;
-            let export = self.exports.tools.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_call_tool(&mut call.store, &context, tool, &arguments.to_owned()).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::call_outcome(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            tool,
+            |exports, store, instance| exports.tools.load(store, instance),
+            async move |export, store, context| export.call_call_tool(store, context, tool, &arguments.to_owned()).await,
+            outcome::call,
+        ))
     }
 
     fn read_resource<'a>(&'a self, uri: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<ReadResourceResult>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(uri)).await?;
-            let export = self.exports.resources.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_read_resource(&mut call.store, &context, uri).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::read_outcome(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            uri,
+            |exports, store, instance| exports.resources.load(store, instance),
+            async move |export, store, context| export.call_read_resource(store, context, uri).await,
+            outcome::read,
+        ))
     }
 
     fn get_prompt<'a>(
@@ -367,38 +377,36 @@ impl Plugin for WasmPlugin {
         arguments: &'a [(String, String)],
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Outcome<GetPromptResult>, PluginError>> {
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let context = super::input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(prompt)).await?;
-            let export = self.exports.prompts.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_get_prompt(&mut call.store, &context, prompt, arguments).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::prompt_outcome(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            prompt,
+            |exports, store, instance| exports.prompts.load(store, instance),
+            async move |export, store, context| export.call_get_prompt(store, context, prompt, arguments).await,
+            outcome::prompt,
+        ))
     }
 
     fn complete<'a>(&'a self, request: &'a CompletionRequest, cx: &'a CallContext) -> BoxFuture<'a, Result<Completion, PluginError>> {
         use bindings::exports::paddock::plugin::completion as wc;
-        Box::pin(with_deadline(self.timeout(), cx, async move {
-            let target = match &request.target {
-                CompletionTarget::Prompt(p) => wc::CompletionTarget::Prompt(p.clone()),
-                CompletionTarget::ResourceTemplate(t) => wc::CompletionTarget::ResourceTemplate(t.clone()),
-            };
-            let wit_request = wc::CompletionRequest {
-                target,
-                argument_name: request.argument_name.clone(),
-                argument_value: request.argument_value.clone(),
-                context: request.context.clone(),
-            };
-            let context = super::input::request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some("completion")).await?;
-            let export = self.exports.completion.load(&mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = export.call_complete(&mut call.store, &context, &wit_request).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(convert::completion(out, &mut self.budget()))
-        }))
+        Box::pin(self.serve(
+            cx,
+            "completion",
+            |exports, store, instance| exports.completion.load(store, instance),
+            async move |export, store, context| {
+                let target = match &request.target {
+                    CompletionTarget::Prompt(p) => wc::CompletionTarget::Prompt(p.clone()),
+                    CompletionTarget::ResourceTemplate(t) => wc::CompletionTarget::ResourceTemplate(t.clone()),
+                };
+                let wit_request = wc::CompletionRequest {
+                    target,
+                    argument_name: request.argument_name.clone(),
+                    argument_value: request.argument_value.clone(),
+                    context: request.context.clone(),
+                };
+                export.call_complete(store, context, &wit_request).await
+            },
+            convert::completion,
+        ))
     }
 }
 

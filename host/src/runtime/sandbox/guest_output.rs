@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
-use super::refusals::Recorder;
+use super::refusal_log::Recorder;
 use crate::escape::Escaped;
 use crate::policy::RefusalKind;
 
@@ -210,7 +210,7 @@ mod tests {
     #[tokio::test]
     async fn newlines_count_as_records_and_lines_are_escaped() {
         let capture = Arc::new(Mutex::new(Vec::new()));
-        let counters = Arc::new(super::super::refusals::RefusalCounters::default());
+        let counters = Arc::new(crate::runtime::sandbox::refusal_log::RefusalCounters::default());
         let recorder = Recorder::new(Arc::from("p"), "1".into(), None, counters.clone());
         let sink = LogSink::new(Arc::from("p"), Stream::Stderr, OutputBudget::new(1 << 20, 3), recorder).capturing(capture.clone());
         let mut writer = Pin::from(sink.async_stream());

@@ -1,35 +1,29 @@
-//! What one call's `Store` holds: the WASI context built from the grant, the wasi:http hook,
-//! the memory limiter and the request context.
+//! What one call's `Store` holds: the WASI context built from the prepared sandbox, the
+//! wasi:http hook, the memory limiter, the call's host-interface budgets, the guest paths of its
+//! open descriptors and the request context.
 //!
 //! Secure defaults live in `HostState::new`: no preopens, no environment, no arguments, stdin
 //! closed, stdout/stderr forwarded to the log (bounded), no sockets, no DNS. Everything else
 //! comes from the `policy::Grant`; the host's own stdio, environment and network are never passed through.
-//!
-//! Granted directories are pinned: `Sandbox::new` opens each one once, at load, and every call's
-//! preopen is derived from that open handle (through `/proc/self/fd`), never looked up by path
-//! again. Renaming a granted directory, or replacing it (or any directory above it) with a
-//! symlink after load, changes nothing a plugin can reach.
 
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use wasmtime::ResourceLimiter;
-use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::p2::bindings::filesystem::types as fs;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::audit::DescriptorPaths;
-use super::descriptors::{CallDescriptors, DescriptorPool, Exhausted, Unreserved};
-use super::egress::{Egress, ResponseBudget};
-use super::host::CallBudgets;
-use super::http::{HttpPolicy, InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
-use super::output::{LogSink, OutputBudget, Stream};
-use super::refusals::{Recorder, RefusalCounters};
+use super::descriptors::{CallDescriptors, Exhausted};
+use super::egress::ResponseBudget;
+use super::guest_output::{LogSink, OutputBudget, Stream};
+use super::outbound_http::{HttpPolicy, MAX_REQUESTS_IN_FLIGHT};
+use super::prepared::{MAX_RESOURCES, Sandbox};
+use super::refusal_log::Recorder;
 use crate::plugin::CallContext;
-use crate::policy::{FsMode, Grant, OutboundRules, RefusalKind, SecretGrant, SecretSource};
+use crate::policy::RefusalKind;
 
 /// Bytes of guest stdout+stderr forwarded to the log per call; the rest is dropped and recorded.
 pub(crate) const GUEST_OUTPUT_BUDGET: u64 = 64 << 10;
@@ -44,72 +38,67 @@ const MAX_INSTANCES: usize = 64;
 const MAX_MEMORIES: usize = 16;
 const MAX_TABLES: usize = 64;
 /// Entries in the WASI resource table of one call (open files and directories, streams,
-/// pollables, wasi:http fields and bodies). Each open file is also a host descriptor, so this
-/// bounds the descriptors one call can hold; together with `HTTP_FIELDS_BYTES` it bounds the
-/// header memory one call can hold (10,000 entries of 128 KiB each once reached 1.3 GB).
-pub(crate) const MAX_RESOURCES: usize = 1024;
-/// The most descriptors one call can hold, which a plugin's descriptor budget need not exceed.
-pub(crate) const CALL_CEILING: super::descriptors::CallCeiling =
-    super::descriptors::CallCeiling { resources: MAX_RESOURCES as u64, requests: MAX_REQUESTS_IN_FLIGHT as u64 };
 /// In-memory bytes of one wasi:http `fields` resource (headers or trailers); wasi:http's own
 /// default is 128 KiB.
 const HTTP_FIELDS_BYTES: usize = 32 << 10;
 
-/// Why a plugin's sandbox could not be prepared at load.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    /// A granted directory could not be opened.
-    #[error("cannot open the granted directory `{}`: {source} (fix: create it, or correct `files` in the grant)", path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The opened directory cannot be handed to calls by handle.
-    #[error("cannot pin the granted directory `{}`: {why} (fix: serve from Linux with /proc mounted)", path.display())]
-    Pin { path: PathBuf, why: String },
-    /// A secret's value cannot be read or is not a header value (the value is never shown).
-    #[error("the secret `{header}` for {target} ({source_name}) {why}")]
-    Secret { header: String, target: String, source_name: String, why: &'static str },
-    /// No room is left in the process's descriptor pool for the plugin's budget.
-    #[error(transparent)]
-    Descriptors(#[from] Unreserved),
-}
+/// Log records one call may emit. Without a cap, a plugin logging in a loop floods the client
+/// (and the host's memory while the client reads slowly).
+const LOG_RECORDS_PER_CALL: u32 = 1000;
+/// Bytes of log messages one call may emit (after each message is cut to `MAX_LOG_BYTES`).
+const LOG_BYTES_PER_CALL: usize = 1 << 20;
+/// Progress notifications one call may emit.
+const PROGRESS_PER_CALL: u32 = 1000;
+/// List-change and resource-update notices one call may emit, together.
+const NOTICES_PER_CALL: u32 = 64;
 
-/// Longest secret file read.
-const MAX_SECRET_BYTES: u64 = 16 << 10;
-
-/// A granted directory opened once, at load. `handle` keeps the directory itself (not its
-/// path) for the life of the plugin; `by_handle` names that open handle for the WASI builder.
+/// What one call may still emit through the host interface.
 #[derive(Debug)]
-struct PinnedDir {
-    /// Never read: holding it keeps the pinned directory open for `by_handle`.
-    _handle: std::fs::File,
-    by_handle: PathBuf,
-    guest: String,
-    perms: FsPerms,
+pub(crate) struct CallBudgets {
+    pub(crate) log_records: u32,
+    pub(crate) log_bytes: usize,
+    pub(crate) progress: u32,
+    pub(crate) notices: u32,
 }
 
-/// A grant prepared once per plugin for building every call's store quickly.
-#[derive(Debug, Clone)]
-pub(crate) struct Sandbox {
-    pub(crate) plugin: Arc<str>,
-    pub(crate) grant: Arc<Grant>,
-    pub(crate) rules: Arc<OutboundRules>,
-    pub(crate) refusals: Arc<RefusalCounters>,
-    dirs: Arc<[PinnedDir]>,
-    secrets: Arc<[InjectedSecret]>,
-    services: HostServices,
-    /// Descriptors all calls of this plugin may hold together, reserved out of the process's.
-    descriptors: Arc<DescriptorPool>,
+impl Default for CallBudgets {
+    fn default() -> Self {
+        CallBudgets { log_records: LOG_RECORDS_PER_CALL, log_bytes: LOG_BYTES_PER_CALL, progress: PROGRESS_PER_CALL, notices: NOTICES_PER_CALL }
+    }
 }
 
-/// What the runtime shares with every plugin's sandbox: the outgoing connector and the
-/// process's descriptor pool (which plugins reserve their budgets from).
-#[derive(Debug, Clone)]
-pub(crate) struct HostServices {
-    pub(crate) egress: Egress,
-    pub(crate) descriptors: Arc<DescriptorPool>,
+/// Longest guest path kept per descriptor, and longest path or name shown in a refusal.
+pub(crate) const MAX_SHOWN: usize = 1024;
+
+/// The guest-visible path of every descriptor a call has opened, by resource handle: the
+/// preopens by their guest path, and each descriptor opened from one by the joined path. A
+/// handle is reused only by a new descriptor, which replaces the entry, so the map stays within
+/// the call's resource-table capacity.
+#[derive(Debug, Default)]
+pub(crate) struct DescriptorPaths {
+    by_handle: HashMap<u32, Arc<str>>,
+}
+
+impl DescriptorPaths {
+    pub(crate) fn path_of(&self, fd: &Resource<fs::Descriptor>) -> Option<Arc<str>> {
+        self.by_handle.get(&fd.rep()).cloned()
+    }
+
+    pub(crate) fn insert(&mut self, fd: &Resource<fs::Descriptor>, path: &str) {
+        self.by_handle.insert(fd.rep(), Arc::from(shown(path)));
+    }
+}
+
+/// `path` cut to `MAX_SHOWN` bytes (with a marker).
+pub(crate) fn shown(path: &str) -> String {
+    crate::runtime::text::truncate(path.to_owned(), MAX_SHOWN)
+}
+
+/// Why a call stopped early, as seen by the epoch callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Deadline,
+    Cancelled,
 }
 
 /// Why a call's sandbox could not be prepared.
@@ -121,96 +110,6 @@ pub(crate) enum PrepareError {
     /// A pinned directory could not be re-opened.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-}
-
-impl Sandbox {
-    /// Opens every granted directory and keeps the handles; reads every secret's value;
-    /// reserves the plugin's descriptor budget (cut to what is left, with a warning).
-    ///
-    /// # Errors
-    /// A directory that cannot be opened (or is a symlink), a system where an open handle
-    /// cannot be re-opened through `/proc/self/fd`, a secret that cannot be read, or no room
-    /// left for the descriptor budget.
-    pub(crate) fn new(plugin: &str, mut grant: Grant, services: HostServices) -> Result<Sandbox, SandboxError> {
-        let dirs = grant.files.iter().map(|dir| pin(&dir.host, &dir.guest, dir.mode)).collect::<Result<Vec<_>, _>>()?;
-        let secrets = grant.secrets.iter().map(read_secret).collect::<Result<Vec<_>, _>>()?;
-        let rules = Arc::new(grant.network.clone());
-        let wanted = super::descriptors::wanted(&grant, CALL_CEILING);
-        let descriptors = DescriptorPool::reserve(&services.descriptors, wanted)?;
-        if descriptors.limit() < wanted {
-            tracing::warn!(
-                %plugin,
-                budget = wanted,
-                reserved = descriptors.limit(),
-                pool = services.descriptors.limit(),
-                "the plugin's descriptor budget is cut to what the plugins loaded before it left (fix: lower `limits.descriptors` in their grants, or raise the open-file limit)"
-            );
-            grant.limits.descriptors = descriptors.limit();
-        }
-        Ok(Sandbox {
-            plugin: Arc::from(plugin),
-            grant: Arc::new(grant),
-            rules,
-            refusals: Arc::new(RefusalCounters::default()),
-            dirs: dirs.into(),
-            secrets: secrets.into(),
-            descriptors: Arc::new(descriptors),
-            services,
-        })
-    }
-}
-
-impl Sandbox {
-    /// Descriptors the plugin's running calls hold from its pool.
-    pub(crate) fn descriptors_in_use(&self) -> u64 {
-        self.descriptors.used()
-    }
-}
-
-/// Reads a secret's value from the host's environment or a file, as a sensitive header value.
-fn read_secret(secret: &SecretGrant) -> Result<InjectedSecret, SandboxError> {
-    let fail = |why| SandboxError::Secret { header: secret.header.clone(), target: secret.target.to_string(), source_name: secret.source.to_string(), why };
-    let value = match &secret.source {
-        SecretSource::Env(name) => std::env::var(name).map_err(|_| fail("is not set (or not UTF-8) in the host's environment"))?,
-        SecretSource::File(path) => {
-            use std::io::Read;
-            let file = std::fs::File::open(path).map_err(|_| fail("cannot be read"))?;
-            let mut text = String::new();
-            file.take(MAX_SECRET_BYTES + 1).read_to_string(&mut text).map_err(|_| fail("is not UTF-8 text"))?;
-            if text.len() as u64 > MAX_SECRET_BYTES {
-                return Err(fail("is longer than 16 KiB"));
-            }
-            let trimmed = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
-            trimmed.to_owned()
-        }
-    };
-    if value.is_empty() {
-        return Err(fail("is empty"));
-    }
-    let mut value =
-        http::HeaderValue::from_str(&format!("{}{value}", secret.prefix)).map_err(|_| fail("is not a valid header value (printable ASCII only)"))?;
-    value.set_sensitive(true);
-    let header = http::HeaderName::from_bytes(secret.header.as_bytes()).map_err(|_| fail("has an invalid header name"))?;
-    Ok(InjectedSecret { target: secret.target.clone(), header, value })
-}
-
-fn pin(host: &std::path::Path, guest: &str, mode: FsMode) -> Result<PinnedDir, SandboxError> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(host, flags, Mode::empty()).map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e.into() })?;
-    let handle = std::fs::File::from(fd);
-    let by_handle = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
-    let pinned = handle.metadata().map_err(|e| SandboxError::Open { path: host.to_path_buf(), source: e })?;
-    match std::fs::metadata(&by_handle) {
-        Ok(seen) if seen.dev() == pinned.dev() && seen.ino() == pinned.ino() => {}
-        Ok(_) => return Err(SandboxError::Pin { path: host.to_path_buf(), why: "/proc/self/fd names another file".to_owned() }),
-        Err(e) => return Err(SandboxError::Pin { path: host.to_path_buf(), why: e.to_string() }),
-    }
-    let perms = match mode {
-        FsMode::ReadOnly => FsPerms::ReadOnly,
-        FsMode::ReadWrite => FsPerms::ReadWrite,
-    };
-    Ok(PinnedDir { _handle: handle, by_handle, guest: guest.to_owned(), perms })
 }
 
 /// The data of one call's `Store`.
@@ -228,7 +127,7 @@ pub(crate) struct HostState {
     descriptors: CallDescriptors,
     preopens: u64,
     /// Set by the epoch callback when it stops the guest.
-    pub(crate) stop: Option<super::plugin::Stop>,
+    pub(crate) stop: Option<Stop>,
     /// Guest paths of the call's open descriptors, for file refusal records.
     pub(crate) descriptor_paths: DescriptorPaths,
 }

@@ -19,10 +19,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
 
-use super::bindings::paddock::plugin::{context as wx, input as wi, types as w};
 use super::convert::{self, Budget, JsonKind};
 use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, MAX_INPUT_KEY, MAX_INPUT_REQUESTS, MAX_PLUGIN_STATE, RequestContext, RequestEra};
 use crate::plugin::PluginError;
+use crate::runtime::bindings::paddock::plugin::{context as wx, input as wi, types as w};
 
 /// What is wrong with a client's answer to an input request.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +64,10 @@ pub(crate) fn input_required(r: wi::InputRequired, budget: &mut Budget) -> Resul
     for request in r.requests {
         let key = request.key;
         if key.is_empty() || key.len() > MAX_INPUT_KEY || key.chars().any(char::is_control) {
-            return Err(malformed(format!("input key `{}` must be 1 to {MAX_INPUT_KEY} bytes without control characters", super::host::truncate(key, 64))));
+            return Err(malformed(format!(
+                "input key `{}` must be 1 to {MAX_INPUT_KEY} bytes without control characters",
+                crate::runtime::text::truncate(key, 64)
+            )));
         }
         if !keys.insert(key.clone()) {
             return Err(malformed(format!("input key `{key}` is used twice in one round")));
@@ -90,7 +93,8 @@ fn request_params(kind: wi::InputRequestKind, budget: &mut Budget) -> Result<(In
             InputMethod::ElicitForm
         }
         wi::InputRequestKind::ElicitUrl(page) => {
-            check_page_url(&page.url).map_err(|why| PluginError::MalformedOutput(format!("{why}: `{}`", super::host::truncate(page.url.clone(), 64))))?;
+            check_page_url(&page.url)
+                .map_err(|why| PluginError::MalformedOutput(format!("{why}: `{}`", crate::runtime::text::truncate(page.url.clone(), 64))))?;
             params.insert("mode".into(), json!("url"));
             params.insert("message".into(), json!(page.message));
             params.insert("url".into(), json!(page.url));

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{OnceCell, Semaphore};
 use wasmtime::component::Component;
 
-use super::Runtime;
 use super::cache::{Cache, CacheOutcome, FileIdentity, Lookup};
-use super::loader::LoadError;
+use crate::runtime::Runtime;
+use crate::runtime::load_error::LoadError;
 
 /// Largest plugin file accepted.
 pub(crate) const MAX_WASM_BYTES: u64 = 256 << 20;
@@ -259,7 +259,7 @@ mod tests {
 
     /// A runtime with its cache in `dir`, and the file `p.wasm` there holding `bytes`.
     fn runtime_and_file(dir: &Path, bytes: &[u8]) -> (Runtime, std::path::PathBuf) {
-        let options = super::super::RuntimeOptions { cache_dir: Some(dir.join("cache")), pooling: false, ..Default::default() };
+        let options = crate::runtime::RuntimeOptions { cache_dir: Some(dir.join("cache")), pooling: false, ..Default::default() };
         let runtime = Runtime::new(options).expect("runtime");
         let path = dir.join("p.wasm");
         std::fs::write(&path, bytes).expect("write");

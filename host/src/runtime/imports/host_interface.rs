@@ -9,42 +9,18 @@
 //! (`CallBudgets`). The excess is dropped, counted, and recorded once per call. Plugin text that
 //! reaches the operator's log is escaped.
 
-use super::bindings::paddock::plugin::host::{Host, ListKind, LogLevel as WitLogLevel};
-use super::bindings::paddock::plugin::{context, input, types};
-use super::sandbox::HostState;
 use crate::escape::Escaped;
 use crate::plugin::{CallEvent, LogLevel};
 use crate::policy::RefusalKind;
+use crate::runtime::bindings::paddock::plugin::host::{Host, ListKind, LogLevel as WitLogLevel};
+use crate::runtime::bindings::paddock::plugin::{context, input, types};
+use crate::runtime::sandbox::store_state::HostState;
+use crate::runtime::text::truncate;
 
 /// Longest log message kept (longer ones are cut, with a marker).
 const MAX_LOG_BYTES: usize = 16 << 10;
 /// Longest logger name or progress message kept.
 const MAX_LABEL_BYTES: usize = 256;
-/// Log records one call may emit. Without a cap, a plugin logging in a loop floods the client
-/// (and the host's memory while the client reads slowly).
-const LOG_RECORDS_PER_CALL: u32 = 1000;
-/// Bytes of log messages one call may emit (after each message is cut to `MAX_LOG_BYTES`).
-const LOG_BYTES_PER_CALL: usize = 1 << 20;
-/// Progress notifications one call may emit.
-const PROGRESS_PER_CALL: u32 = 1000;
-/// List-change and resource-update notices one call may emit, together.
-const NOTICES_PER_CALL: u32 = 64;
-
-/// What one call may still emit through the host interface.
-#[derive(Debug)]
-pub(crate) struct CallBudgets {
-    log_records: u32,
-    log_bytes: usize,
-    progress: u32,
-    notices: u32,
-}
-
-impl Default for CallBudgets {
-    fn default() -> Self {
-        CallBudgets { log_records: LOG_RECORDS_PER_CALL, log_bytes: LOG_BYTES_PER_CALL, progress: PROGRESS_PER_CALL, notices: NOTICES_PER_CALL }
-    }
-}
-
 /// Takes one unit from `left`; false when it is spent.
 fn take(left: &mut u32) -> bool {
     if *left == 0 {
@@ -131,19 +107,6 @@ fn log_level(level: WitLogLevel) -> LogLevel {
     }
 }
 
-/// Cuts `s` to at most `max` bytes on a character boundary, marking the cut.
-pub(crate) fn truncate(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-        s.push('…');
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,11 +119,5 @@ mod tests {
         assert!(!take(&mut left));
         assert!(!take(&mut left));
         assert_eq!(left, 0);
-    }
-
-    #[test]
-    fn truncation_keeps_whole_characters() {
-        assert_eq!(truncate("héllo".to_owned(), 2), "h…");
-        assert_eq!(truncate("short".to_owned(), 10), "short");
     }
 }

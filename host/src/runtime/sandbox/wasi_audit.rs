@@ -34,9 +34,6 @@
 //! (`VERSION`); the linker's semver matching serves every 0.2.x import from that definition, so
 //! redefining it there covers guests built against any 0.2 release.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::WasiFilesystemView as _;
@@ -45,38 +42,11 @@ use wasmtime_wasi::p2::bindings::sockets::{ip_name_lookup, network, tcp_create_s
 use wasmtime_wasi::p2::{DynOutputStream, FsResult, SocketResult};
 use wasmtime_wasi::sockets::WasiSocketsView as _;
 
-use super::sandbox::HostState;
+use super::store_state::{HostState, MAX_SHOWN, shown};
 use crate::policy::RefusalKind;
 
 /// The WASI 0.2 release whose interfaces wasmtime-wasi 48 defines.
 const VERSION: &str = "0.2.12";
-/// Longest guest path kept per descriptor, and longest path or name shown in a refusal.
-const MAX_SHOWN: usize = 1024;
-
-/// The guest-visible path of every descriptor a call has opened, by resource handle: the
-/// preopens by their guest path, and each descriptor opened from one by the joined path. A
-/// handle is reused only by a new descriptor, which replaces the entry, so the map stays within
-/// the call's resource-table capacity.
-#[derive(Debug, Default)]
-pub(crate) struct DescriptorPaths {
-    by_handle: HashMap<u32, Arc<str>>,
-}
-
-impl DescriptorPaths {
-    fn path_of(&self, fd: &Resource<fs::Descriptor>) -> Option<Arc<str>> {
-        self.by_handle.get(&fd.rep()).cloned()
-    }
-
-    fn insert(&mut self, fd: &Resource<fs::Descriptor>, path: &str) {
-        self.by_handle.insert(fd.rep(), Arc::from(shown(path)));
-    }
-}
-
-/// `path` cut to `MAX_SHOWN` bytes (with a marker).
-fn shown(path: &str) -> String {
-    super::host::truncate(path.to_owned(), MAX_SHOWN)
-}
-
 /// `relative` as seen from the descriptor's guest path.
 fn joined(dir: Option<&str>, relative: &str) -> String {
     match dir {
@@ -125,7 +95,7 @@ impl PathOp {
         };
         let code = fs::Host::convert_error_code(&mut state.filesystem(), err)?;
         if is_refusal(code) {
-            let target = super::host::truncate(format!("{} {}", self.op, self.target), 2 * MAX_SHOWN);
+            let target = crate::runtime::text::truncate(format!("{} {}", self.op, self.target), 2 * MAX_SHOWN);
             state.recorder.refuse(RefusalKind::File, &target);
         }
         Ok(Err(code))

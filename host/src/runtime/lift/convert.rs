@@ -20,16 +20,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::value::RawValue;
 
-use super::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, resources as wr, tools as wt};
-use super::bindings::paddock::plugin::types as w;
 pub(crate) use super::json::JsonKind;
 use super::json::serialized_len;
-use crate::input::Outcome;
 use crate::plugin::PluginError;
 use crate::protocol::{
     Annotations, CacheHint, CacheScope, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json, PromptMessage, ReadResourceResult,
     ResourceContents, ResourceLink, Role,
 };
+use crate::runtime::bindings::exports::paddock::plugin::{completion as wc, prompts as wp, resources as wr, tools as wt};
+use crate::runtime::bindings::paddock::plugin::types as w;
 
 /// Most values a completion may return (MCP's limit).
 const MAX_COMPLETION_VALUES: usize = 100;
@@ -407,35 +406,14 @@ pub(crate) fn cache_hint(h: w::CacheHint) -> CacheHint {
     }
 }
 
-/// A tool call's outcome: a result, or the input it needs first.
-pub(crate) fn call_outcome(o: wt::CallOutcome, budget: &mut Budget) -> Result<Outcome<CallToolResult>, PluginError> {
-    match o {
-        wt::CallOutcome::Complete(r) => call_result(r, budget).map(Outcome::Complete),
-        wt::CallOutcome::InputRequired(r) => super::input::input_required(r, budget).map(Outcome::InputRequired),
-    }
-}
-
-/// A resource read's outcome.
-pub(crate) fn read_outcome(o: wr::ReadOutcome, budget: &mut Budget) -> Result<Outcome<ReadResourceResult>, PluginError> {
-    match o {
-        wr::ReadOutcome::Complete(r) => {
-            budget.open()?;
-            budget.key("contents")?;
-            let contents = resource_list(r.contents, budget)?;
-            let meta = opt_json_field("_meta", r.meta, JsonKind::Object, "result `_meta`", budget)?;
-            budget.close()?;
-            Ok(Outcome::Complete(ReadResourceResult { contents, meta, cache: r.cache.map(cache_hint) }))
-        }
-        wr::ReadOutcome::InputRequired(r) => super::input::input_required(r, budget).map(Outcome::InputRequired),
-    }
-}
-
-/// A prompt's outcome.
-pub(crate) fn prompt_outcome(o: wp::PromptOutcome, budget: &mut Budget) -> Result<Outcome<GetPromptResult>, PluginError> {
-    match o {
-        wp::PromptOutcome::Complete(r) => prompt_result(r, budget).map(Outcome::Complete),
-        wp::PromptOutcome::InputRequired(r) => super::input::input_required(r, budget).map(Outcome::InputRequired),
-    }
+/// A resource read's result.
+pub(crate) fn read_result(r: wr::ReadResult, budget: &mut Budget) -> Result<ReadResourceResult, PluginError> {
+    budget.open()?;
+    budget.key("contents")?;
+    let contents = resource_list(r.contents, budget)?;
+    let meta = opt_json_field("_meta", r.meta, JsonKind::Object, "result `_meta`", budget)?;
+    budget.close()?;
+    Ok(ReadResourceResult { contents, meta, cache: r.cache.map(cache_hint) })
 }
 
 pub(crate) fn call_result(r: wt::CallResult, budget: &mut Budget) -> Result<CallToolResult, PluginError> {
@@ -516,7 +494,7 @@ pub(crate) fn completion(r: wc::CompletionResult, budget: &mut Budget) -> Result
 
 /// Maps the WIT `error` of a plugin request to the seam's error.
 pub(crate) fn error(e: w::Error) -> PluginError {
-    let bounded = |s: String| super::host::truncate(s, 4096);
+    let bounded = |s: String| crate::runtime::text::truncate(s, 4096);
     match e {
         w::Error::NotFound(s) => PluginError::NotFound(bounded(s)),
         w::Error::InvalidParams(s) => PluginError::InvalidParams(bounded(s)),

@@ -10,11 +10,12 @@ use wasmtime::component::Component;
 
 use super::cache::CacheOutcome;
 use super::compile::Compiles;
-use super::sandbox::Sandbox;
-use super::{MAX_INSTANCES, Runtime, WasmPlugin};
 use crate::config::{Config, valid_id};
 use crate::plugin::{Catalog, Plugin};
 use crate::policy::{self, Grant, GrantRef, Limits, Protected};
+use crate::runtime::load_error::{CONTRACT_VERSION, LoadError};
+use crate::runtime::sandbox::prepared::Sandbox;
+use crate::runtime::{MAX_INSTANCES, Runtime, WasmPlugin};
 
 /// The interfaces every plugin must export.
 const REQUIRED_EXPORTS: [&str; 5] = [
@@ -35,52 +36,6 @@ pub struct LoadedPlugin {
     /// The grant (`grant.expose_prefix` is the router's naming choice).
     pub grant: Grant,
     pub cache: CacheOutcome,
-}
-
-/// Why one plugin file did not load. The message is one line, without the path.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read it: {0}")]
-    Read(#[source] std::io::Error),
-    #[error("it is {mib} MiB; plugins may be at most {max_mib} MiB")]
-    TooLarge { mib: u64, max_mib: u64 },
-    #[error("it changed while it was being loaded: load it again once it is complete")]
-    Changed,
-    #[error("not a WebAssembly file (no `\\0asm` header)")]
-    NotWasm,
-    #[error("it is a core module, not a component: build the plugin for the wasm32-wasip2 target against wit/paddock-plugin@0.2.0 (paddock:plugin@0.2.0)")]
-    CoreModule,
-    #[error("not a WebAssembly component (unknown version or layer)")]
-    NotComponent,
-    #[error("compiling failed: {0}")]
-    CompileTask(String),
-    #[error("it does not compile: {0}")]
-    Compile(String),
-    #[error(
-        "it targets another world: it does not export {missing} (it exports {found}); build it against wit/paddock-plugin@0.2.0, world paddock:plugin/plugin@0.2.0"
-    )]
-    OtherWorld { missing: String, found: String },
-    #[error(
-        "it was built against contract paddock:plugin@{version}, which this host does not load (it loads {CONTRACT_VERSION}); rebuild it with paddock-sdk {CONTRACT_VERSION} or against wit/paddock-plugin@{CONTRACT_VERSION}"
-    )]
-    OtherContract { version: String },
-    #[error("cannot link the host interfaces: {0}")]
-    Link(String),
-    #[error("it imports something the host does not provide (not a paddock:plugin@0.2.0 plugin?): {0}")]
-    Imports(String),
-    #[error("it does not export the paddock:plugin@0.2.0 interfaces: {0}")]
-    Exports(String),
-    #[error("reading its catalog failed: {0}")]
-    CatalogCall(crate::plugin::PluginError),
-    #[error("plugin `{plugin}` not loaded, its catalog is refused: {why}")]
-    Catalog { plugin: String, why: String },
-    #[error("its memory limit ({asked_mib} MiB) is above the host's maximum ({max_mib} MiB): lower `limits.memory` or raise the host's maximum")]
-    MemoryAboveHost { asked_mib: u64, max_mib: u64 },
-    #[error(transparent)]
-    Sandbox(#[from] super::SandboxError),
-    /// The failure of another file of the same load with the same content.
-    #[error("{0}")]
-    Shared(Arc<LoadError>),
 }
 
 /// A file that did not load, and why.
@@ -192,9 +147,12 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // Every plugin's descriptor budget is reserved out of the process's pool when its sandbox
     // is made; budgets that do not fit together are cut in proportion first, not first come.
     let pool = &runtime.services.descriptors;
-    if let Some(warning) =
-        super::descriptors::fit(admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)), pool.free(), pool.limit(), super::sandbox::CALL_CEILING)
-    {
+    if let Some(warning) = crate::runtime::sandbox::descriptors::fit(
+        admitted.iter_mut().map(|(id, _, grant)| (id.as_str(), grant)),
+        pool.free(),
+        pool.limit(),
+        crate::runtime::sandbox::prepared::CALL_CEILING,
+    ) {
         tracing::warn!("{warning}");
         report.warnings.push(warning);
     }
@@ -246,7 +204,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(super) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
+pub(crate) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
     let (component, cache) = compiles.component(runtime, path).await?;
     check_world(&component)?;
     let pre = WasmPlugin::link(&runtime.linker, &component)?;
@@ -290,9 +248,6 @@ fn check_grant(runtime: &Runtime, grant: &Grant) -> Result<(), LoadError> {
     }
     Ok(())
 }
-
-/// The contract version this host loads.
-pub const CONTRACT_VERSION: &str = "0.2.0";
 
 /// Checks that the component exports the `paddock:plugin@0.2.0` interfaces.
 fn check_world(component: &Component) -> Result<(), LoadError> {

@@ -11,11 +11,11 @@
 
 use std::collections::HashSet;
 
-use super::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, resources as wr, tools as wt};
 use super::convert::{self, Budget, JsonKind};
 use crate::escape::shorten;
 use crate::plugin::{Catalog, FileRequest, ListCacheHints, PluginError, PluginInfo, RequestedCapabilities};
 use crate::protocol::{Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport, Tool, ToolAnnotations, ToolExecution};
+use crate::runtime::bindings::exports::paddock::plugin::{metadata as wm, prompts as wp, resources as wr, tools as wt};
 use paddock_uri_template::{MAX_URI_BYTES, UriTemplate};
 
 /// Most tools, resources, templates or prompts one plugin may declare (each).

@@ -132,7 +132,7 @@ impl std::fmt::Display for Exhausted {
 
 /// The most descriptors one call can hold: a full resource table (each entry may hold one),
 /// and its outgoing requests in flight. The sandbox, which sets both, names it
-/// (`sandbox::CALL_CEILING`).
+/// (`prepared::CALL_CEILING`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallCeiling {
     pub(crate) resources: u64,
@@ -249,7 +249,7 @@ mod tests {
     use super::*;
 
     /// The sandbox's ceiling, as the loader passes it.
-    const CEILING: CallCeiling = crate::runtime::sandbox::CALL_CEILING;
+    const CEILING: CallCeiling = crate::runtime::sandbox::prepared::CALL_CEILING;
 
     #[test]
     fn what_the_host_keeps_for_its_connections_is_never_the_plugins() {

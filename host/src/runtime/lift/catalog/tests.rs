@@ -10,7 +10,7 @@ use crate::plugin::{BoxFuture, CallContext, Plugin};
 use crate::protocol::{CallToolResult, Completion, CompletionRequest, GetPromptResult};
 use crate::router::template::{MAX_TEMPLATE_BYTES, MAX_TEMPLATE_VARIABLES};
 use crate::router::{Prefix, Router, RouterEntry};
-use crate::runtime::json::MAX_JSON_DEPTH;
+use crate::runtime::lift::json::MAX_JSON_DEPTH;
 
 fn info() -> wm::PluginInfo {
     wm::PluginInfo {
