@@ -253,13 +253,37 @@ pub enum PluginError {
     Timeout { ms: u64 },
     /// A resource limit was hit (memory, output size, instances).
     #[error("plugin exceeded its {limit} limit")]
-    Limit { limit: &'static str },
+    Limit { limit: Limit },
     /// The plugin returned something the host refuses to pass on.
     #[error("plugin returned malformed output: {0}")]
     MalformedOutput(String),
     /// The host could not run the plugin at all.
     #[error("plugin unavailable: {0}")]
     Unavailable(String),
+}
+
+/// Which of a plugin's limits a call ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `limits.concurrency`: no slot freed before the deadline.
+    Concurrency,
+    /// Descriptors or other host resources of the plugin's budget.
+    Resources,
+    /// `limits.output`: the result's bytes.
+    Output,
+    /// `limits.memory`.
+    Memory,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Limit::Concurrency => "concurrency",
+            Limit::Resources => "resources",
+            Limit::Output => "output",
+            Limit::Memory => "memory",
+        })
+    }
 }
 
 /// A loaded plugin, as the router sees it.

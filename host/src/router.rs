@@ -67,9 +67,9 @@ pub enum RouterError {
     #[error(
         "plugin `{plugin}`: {kind} `{name}` cannot be exposed as `{exposed}`: names must match ^[a-zA-Z0-9_-]{{1,64}}$ (fix: set a shorter `expose.prefix` in the plugin's grant, or rename it in the plugin)"
     )]
-    InvalidName { plugin: String, kind: &'static str, name: String, exposed: String },
+    InvalidName { plugin: String, kind: ItemKind, name: String, exposed: String },
     #[error("plugins `{first}` and `{second}` both expose {kind} `{name}`; `{second}` is not served (fix: set `expose.prefix` in the grant of one of them)")]
-    Collision { first: String, second: String, kind: &'static str, name: String },
+    Collision { first: String, second: String, kind: ItemKind, name: String },
     #[error("plugin `{plugin}`: resource template `{template}` {reason}; `{plugin}` is not served")]
     InvalidTemplate { plugin: String, template: String, reason: TemplateError },
 }
@@ -83,16 +83,48 @@ pub enum CatalogChangeError {
     Refused { plugin: String, left_out: String, problems: Vec<RouterError> },
 }
 
+/// What a router names: the kinds of item a plugin declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    Tool,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+}
+
+impl ItemKind {
+    /// Whether items of this kind are exposed under a name that must be a valid MCP name (tools
+    /// and prompts); resources and templates are exposed by their URIs.
+    fn is_named(self) -> bool {
+        matches!(self, ItemKind::Tool | ItemKind::Prompt)
+    }
+}
+
+impl std::fmt::Display for ItemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ItemKind::Tool => "tool",
+            ItemKind::Prompt => "prompt",
+            ItemKind::Resource => "resource",
+            ItemKind::ResourceTemplate => "resource template",
+        })
+    }
+}
+
 /// Why a request could not be routed or served.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RouteError {
     /// No tool, prompt or completion target of that name.
-    UnknownName { kind: &'static str, name: String },
+    #[error("unknown {kind} `{}`", shorten(name))]
+    UnknownName { kind: ItemKind, name: String },
     /// No resource with that URI, and no template matches it.
+    #[error("resource not found: `{}`", shorten(uri))]
     UnknownResource { uri: String },
     /// A cursor this server did not hand out, or one from a list that has changed.
+    #[error("invalid cursor: list again from the first page")]
     InvalidCursor,
     /// The plugin failed.
+    #[error("plugin `{plugin}`: {error}")]
     Plugin { plugin: String, error: PluginError },
 }
 
@@ -187,7 +219,7 @@ impl Router {
             instructions: None,
             page_size: DEFAULT_PAGE_SIZE,
         };
-        let mut owners: HashMap<(&'static str, String), String> = HashMap::new();
+        let mut owners: HashMap<(ItemKind, String), String> = HashMap::new();
         let mut errors = Vec::new();
         for entry in entries {
             match router.plan(&entry, &owners) {
@@ -302,7 +334,7 @@ impl Router {
 
     /// Calls a tool by its exposed name; the outcome comes with the id of the plugin that served it.
     pub async fn call_tool(&self, name: &str, arguments: &str, cx: &CallContext) -> Result<(&str, Outcome<CallToolResult>), RouteError> {
-        let route = self.tool_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "tool", name: name.to_owned() })?;
+        let route = self.tool_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: ItemKind::Tool, name: name.to_owned() })?;
         let plugin = &self.served[route.plugin].plugin;
         let outcome = plugin.call_tool(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
         Ok((plugin.id(), outcome))
@@ -310,7 +342,7 @@ impl Router {
 
     /// Renders a prompt by its exposed name.
     pub async fn get_prompt(&self, name: &str, arguments: &[(String, String)], cx: &CallContext) -> Result<(&str, Outcome<GetPromptResult>), RouteError> {
-        let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.to_owned() })?;
+        let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: ItemKind::Prompt, name: name.to_owned() })?;
         let plugin = &self.served[route.plugin].plugin;
         let outcome = plugin.get_prompt(&route.own_name, arguments, cx).await.map_err(|error| plugin_error(plugin.as_ref(), error))?;
         Ok((plugin.id(), outcome))
@@ -373,7 +405,7 @@ impl Router {
     ) -> Result<Completion, RouteError> {
         let (index, own_target) = match target {
             CompletionTarget::Prompt(name) => {
-                let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: "prompt", name: name.clone() })?;
+                let route = self.prompt_routes.get(name).ok_or_else(|| RouteError::UnknownName { kind: ItemKind::Prompt, name: name.clone() })?;
                 (route.plugin, CompletionTarget::Prompt(route.own_name.clone()))
             }
             CompletionTarget::ResourceTemplate(uri) => {
@@ -381,7 +413,7 @@ impl Router {
                     .templates
                     .iter()
                     .position(|t| &t.uri_template == uri)
-                    .ok_or_else(|| RouteError::UnknownName { kind: "resource template", name: uri.clone() })?;
+                    .ok_or_else(|| RouteError::UnknownName { kind: ItemKind::ResourceTemplate, name: uri.clone() })?;
                 (self.template_routes[position].1, target.clone())
             }
         };
@@ -395,7 +427,7 @@ impl Router {
         Ok(completion)
     }
 
-    fn plan(&self, entry: &RouterEntry, owners: &HashMap<(&'static str, String), String>) -> Result<Plan, Vec<RouterError>> {
+    fn plan(&self, entry: &RouterEntry, owners: &HashMap<(ItemKind, String), String>) -> Result<Plan, Vec<RouterError>> {
         let id = entry.plugin.id();
         let catalog = &entry.catalog;
         let prefix = match &entry.prefix {
@@ -409,8 +441,8 @@ impl Router {
         };
         let mut errors = Vec::new();
         let mut plan = Plan::default();
-        let check = |kind: &'static str, name: &str, exposed: String, errors: &mut Vec<RouterError>| {
-            if kind != "resource" && kind != "resource template" && !valid_name(&exposed) {
+        let check = |kind: ItemKind, name: &str, exposed: String, errors: &mut Vec<RouterError>| {
+            if kind.is_named() && !valid_name(&exposed) {
                 errors.push(RouterError::InvalidName { plugin: id.to_owned(), kind, name: name.to_owned(), exposed: exposed.clone() });
             } else if let Some(first) = owners.get(&(kind, exposed.clone())) {
                 errors.push(RouterError::Collision { first: first.clone(), second: id.to_owned(), kind, name: exposed.clone() });
@@ -418,22 +450,22 @@ impl Router {
             exposed
         };
         for tool in &catalog.tools {
-            let exposed = check("tool", &tool.name, expose(&tool.name), &mut errors);
+            let exposed = check(ItemKind::Tool, &tool.name, expose(&tool.name), &mut errors);
             plan.tools.push((exposed, tool.name.clone()));
         }
         for prompt in &catalog.prompts {
-            let exposed = check("prompt", &prompt.name, expose(&prompt.name), &mut errors);
+            let exposed = check(ItemKind::Prompt, &prompt.name, expose(&prompt.name), &mut errors);
             plan.prompts.push((exposed, prompt.name.clone()));
         }
         for resource in &catalog.resources {
-            plan.resources.push(check("resource", &resource.uri, resource.uri.clone(), &mut errors));
+            plan.resources.push(check(ItemKind::Resource, &resource.uri, resource.uri.clone(), &mut errors));
         }
         for template in &catalog.resource_templates {
             match UriTemplate::compile(&template.uri_template) {
                 Ok(compiled) => plan.compiled.push(compiled),
                 Err(reason) => errors.push(RouterError::InvalidTemplate { plugin: id.to_owned(), template: shorten(&template.uri_template), reason }),
             }
-            plan.templates.push(check("resource template", &template.uri_template, template.uri_template.clone(), &mut errors));
+            plan.templates.push(check(ItemKind::ResourceTemplate, &template.uri_template, template.uri_template.clone(), &mut errors));
         }
         if errors.is_empty() { Ok(plan) } else { Err(errors) }
     }
@@ -472,12 +504,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn claims(&self) -> Vec<(&'static str, String)> {
+    fn claims(&self) -> Vec<(ItemKind, String)> {
         let mut keys = Vec::new();
-        keys.extend(self.tools.iter().map(|(e, _)| ("tool", e.clone())));
-        keys.extend(self.prompts.iter().map(|(e, _)| ("prompt", e.clone())));
-        keys.extend(self.resources.iter().map(|u| ("resource", u.clone())));
-        keys.extend(self.templates.iter().map(|u| ("resource template", u.clone())));
+        keys.extend(self.tools.iter().map(|(e, _)| (ItemKind::Tool, e.clone())));
+        keys.extend(self.prompts.iter().map(|(e, _)| (ItemKind::Prompt, e.clone())));
+        keys.extend(self.resources.iter().map(|u| (ItemKind::Resource, u.clone())));
+        keys.extend(self.templates.iter().map(|u| (ItemKind::ResourceTemplate, u.clone())));
         keys
     }
 }

@@ -65,7 +65,7 @@ fn a_collision_names_both_plugins_and_leaves_the_second_out() {
     assert_eq!(router.served()[0].plugin.id(), "alpha", "plugins are admitted in id order");
     // The shared resource URI collides too, even with distinct prefixes.
     let (_, errors) = Router::new(vec![entry("a", Prefix::Default), entry("b", Prefix::Default)]);
-    assert!(errors.iter().any(|e| matches!(e, RouterError::Collision { kind: "resource", .. })), "{errors:?}");
+    assert!(errors.iter().any(|e| matches!(e, RouterError::Collision { kind: ItemKind::Resource, .. })), "{errors:?}");
 }
 
 #[test]

@@ -21,7 +21,7 @@ use super::sandbox::prepared::Sandbox;
 use super::sandbox::refusal_log::RefusalCounters;
 use super::sandbox::store_state::{HostState, PrepareError, Stop};
 use crate::input::Outcome;
-use crate::plugin::{BoxFuture, CallContext, Catalog, Plugin, PluginError};
+use crate::plugin::{BoxFuture, CallContext, Catalog, Limit, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
 use crate::protocol::{CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ReadResourceResult};
 
@@ -157,9 +157,9 @@ impl WasmPlugin {
                 _ => Err(PluginError::Unavailable("the runtime is shutting down".to_owned())),
             }
         };
-        let permits = tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: "concurrency" })??;
+        let permits = tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: Limit::Concurrency })??;
         let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from)).map_err(|e| match e {
-            PrepareError::Descriptors(_) => PluginError::Limit { limit: "resources" },
+            PrepareError::Descriptors(_) => PluginError::Limit { limit: Limit::Resources },
             PrepareError::Io(e) => PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")),
         })?;
         let mut store = Store::new(self.pre.engine(), state);
@@ -246,7 +246,7 @@ pub(crate) fn hostcall_fuel(output_limit: u64) -> usize {
 impl Call {
     /// Records a result refused for the output limit against the plugin.
     fn charged<T>(&self, result: Result<T, PluginError>) -> Result<T, PluginError> {
-        if let Err(PluginError::Limit { limit: "output" }) = &result {
+        if let Err(PluginError::Limit { limit: Limit::Output }) = &result {
             self.store.data().recorder.refuse(crate::policy::RefusalKind::Output, "result size");
         }
         result
@@ -282,20 +282,20 @@ fn call_finish<R>(store: &mut Store<HostState>, result: wasmtime::Result<R>, tim
     });
     if let Some(what) = resource {
         data.recorder.refuse(crate::policy::RefusalKind::Resources, what);
-        return Err(PluginError::Limit { limit: "resources" });
+        return Err(PluginError::Limit { limit: Limit::Resources });
     }
     if is_hostcall_fuel_exhausted(&err) {
         // Inside the guest (wasm frames on the stack) it was a host call's arguments; after
         // the guest returned, the result being lifted.
         if err.downcast_ref::<wasmtime::WasmBacktrace>().is_some() {
             data.recorder.refuse(crate::policy::RefusalKind::Resources, "host-call data");
-            return Err(PluginError::Limit { limit: "resources" });
+            return Err(PluginError::Limit { limit: Limit::Resources });
         }
         data.recorder.refuse(crate::policy::RefusalKind::Output, "result too large to lift");
-        return Err(PluginError::Limit { limit: "output" });
+        return Err(PluginError::Limit { limit: Limit::Output });
     }
     if data.limiter.hit.load(Ordering::Acquire) {
-        return Err(PluginError::Limit { limit: "memory" });
+        return Err(PluginError::Limit { limit: Limit::Memory });
     }
     let message = match trap {
         Some(trap) => trap.to_string(),

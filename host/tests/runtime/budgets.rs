@@ -104,7 +104,7 @@ async fn memory_and_output_refusals_are_counted() {
     let _ = call(&plugin, "alloc", json!({"mib": 64})).await;
     assert!(plugin.refusals().count(RefusalKind::Memory) >= 1, "{:?}", plugin.refusals().snapshot());
     let err = call(&plugin, "big_output", json!({"bytes": 10_000})).await.expect_err("over the output limit");
-    assert_eq!(err, PluginError::Limit { limit: "output" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Output });
     assert_eq!(plugin.refusals().count(RefusalKind::Output), 1);
 }
 
@@ -115,11 +115,11 @@ async fn http_header_memory_and_resource_entries_are_bounded_per_call() {
     // 10,000 header sets held at once once took over a gigabyte of host memory for one call:
     // the entry cap stops it.
     let err = call(&plugin, "fields_bomb", json!({"count": 10_000, "bytes": 1024})).await.expect_err("stopped");
-    assert_eq!(err, PluginError::Limit { limit: "resources" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Resources });
     assert_eq!(plugin.refusals().count(RefusalKind::Resources), 1);
     // One header set past its byte cap (128 KiB was wasi:http's default) is stopped too.
     let err = call(&plugin, "fields_bomb", json!({"count": 1, "bytes": 65_536})).await.expect_err("stopped");
-    assert_eq!(err, PluginError::Limit { limit: "resources" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Resources });
     assert_eq!(plugin.refusals().count(RefusalKind::Resources), 2);
     // The permitted twin: small headers in ordinary numbers are fine, and the plugin still works.
     assert_eq!(ok_text(call(&plugin, "fields_bomb", json!({"count": 100, "bytes": 16_384})).await), "kept 100 fields, 0 values refused");

@@ -68,7 +68,7 @@ async fn allocating_past_the_memory_limit_fails_and_the_next_call_works() {
     let plugin = load(&rt, "fixture", limits(|l| l.memory = 16 << 20)).await;
     match call(&plugin, "alloc", json!({"mib": 64})).await {
         Ok(result) => assert!(result.is_error && text(&result).contains("allocation failed"), "{}", text(&result)),
-        Err(err) => assert_eq!(err, PluginError::Limit { limit: "memory" }),
+        Err(err) => assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Memory }),
     }
     assert!(ok_text(call(&plugin, "alloc", json!({"mib": 4})).await).starts_with("allocated"));
     assert_eq!(ok_text(call(&plugin, "echo", json!({"text": "fine"})).await), "fine");
@@ -89,7 +89,7 @@ async fn output_past_the_limit_is_refused() {
     let rt = runtime();
     let plugin = load(&rt, "fixture", limits(|l| l.output = 64 << 10)).await;
     let err = call(&plugin, "big_output", json!({"bytes": 100_000})).await.expect_err("too big");
-    assert_eq!(err, PluginError::Limit { limit: "output" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Output });
     assert_eq!(ok_text(call(&plugin, "big_output", json!({"bytes": 1000})).await).len(), 1000);
 }
 

@@ -33,14 +33,14 @@ async fn empty_blocks_count_against_the_output_limit() {
 
     // 50,000 empty blocks are 1.3 MB on the wire: over 1 MiB, though their text is empty.
     let err = call(&plugin, "empty_blocks", json!({"count": 50_000})).await.expect_err("over the limit");
-    assert_eq!(err, PluginError::Limit { limit: "output" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Output });
     assert_eq!(plugin.refusals().count(RefusalKind::Output), 1);
 
     // 150,000 are too many even to lift out of the guest under the call's host-call data cap
     // (each takes 224 bytes of host memory once lifted): still the output limit, recorded, not
     // a crash.
     let err = call(&plugin, "empty_blocks", json!({"count": 150_000})).await.expect_err("over the limit");
-    assert_eq!(err, PluginError::Limit { limit: "output" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Output });
     assert_eq!(plugin.refusals().count(RefusalKind::Output), 2, "{:?}", plugin.refusals().snapshot());
     // The first was refused by its size, the second while it was being lifted: wasmtime's
     // hostcall-fuel error is recognized.
@@ -58,7 +58,7 @@ async fn host_call_data_over_the_cap_is_a_resource_limit() {
     // One 20 MiB log message is more than a host call may carry (16 MiB at the default output
     // limit): it is the plugin's resource limit, not its output.
     let err = call(&plugin, "log_flood", json!({"count": 1, "bytes": 20 << 20})).await.expect_err("over the cap");
-    assert_eq!(err, PluginError::Limit { limit: "resources" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Resources });
     assert_eq!(plugin.refusals().count(RefusalKind::Resources), 1, "{:?}", plugin.refusals().snapshot());
     assert_eq!(plugin.refusals().count(RefusalKind::Output), 0);
     assert_eq!(log.attempts(RefusalKind::Resources), ["host-call data"]);
@@ -93,6 +93,6 @@ async fn a_result_just_under_the_largest_output_limit_is_delivered() {
 
     // Just over is refused as output.
     let err = call(&plugin, "empty_blocks", json!({"count": count + 100})).await.expect_err("over the limit");
-    assert_eq!(err, PluginError::Limit { limit: "output" });
+    assert_eq!(err, PluginError::Limit { limit: paddock::plugin::Limit::Output });
     assert_eq!(plugin.refusals().count(RefusalKind::Output), 1);
 }

@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 
 pub(crate) use super::json::JsonKind;
 use super::json::serialized_len;
-use crate::plugin::PluginError;
+use crate::plugin::{Limit, PluginError};
 use crate::protocol::{
     Annotations, CacheHint, CacheScope, CallToolResult, Completion, ContentBlock, GetPromptResult, Icon, Json, PromptMessage, ReadResourceResult,
     ResourceContents, ResourceLink, Role,
@@ -88,7 +88,7 @@ impl Budget {
         let n = n as u64;
         if n > self.left {
             self.left = 0;
-            return Err(PluginError::Limit { limit: "output" });
+            return Err(PluginError::Limit { limit: Limit::Output });
         }
         self.left -= n;
         self.spent += n;

@@ -363,8 +363,8 @@ impl Plugin for Faults {
             match tool {
                 "crash" | "crash_direct" => Err(PluginError::Trap("wasm trap: unreachable".into())),
                 "deadline" => Err(PluginError::Timeout { ms: 30_000 }),
-                "memory" => Err(PluginError::Limit { limit: "memory" }),
-                "output" => Err(PluginError::Limit { limit: "output" }),
+                "memory" => Err(PluginError::Limit { limit: crate::plugin::Limit::Memory }),
+                "output" => Err(PluginError::Limit { limit: crate::plugin::Limit::Output }),
                 "malformed" => Err(PluginError::MalformedOutput("JSON: expected value".into())),
                 "failed" => Err(PluginError::Failed("the disk is full".into())),
                 "own_error" => Ok(Outcome::Complete(CallToolResult::error("no such city"))),

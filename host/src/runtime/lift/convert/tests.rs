@@ -78,7 +78,7 @@ fn call(content: Vec<w::ContentBlock>) -> wt::CallResult {
 fn output_over_budget_is_a_limit() {
     let mut budget = Budget::new(10);
     let block = w::ContentBlock::Text(w::TextContent { text: "x".repeat(11), annotations: None, meta: None });
-    assert_eq!(content_block(block, &mut budget).expect_err("too big"), PluginError::Limit { limit: "output" });
+    assert_eq!(content_block(block, &mut budget).expect_err("too big"), PluginError::Limit { limit: crate::plugin::Limit::Output });
 }
 
 #[test]
@@ -113,14 +113,14 @@ fn empty_blocks_and_escapes_cost_what_they_cost_on_the_wire() {
     // A million empty text blocks are 26 MB on the wire, whatever their text.
     let empty = || w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: None, meta: None });
     let many = call(std::iter::repeat_with(empty).take(1_000_000).collect());
-    assert_eq!(call_result(many, &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: "output" });
+    assert_eq!(call_result(many, &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: crate::plugin::Limit::Output });
     // A MiB of control characters is 6 MiB of escapes.
     let controls = w::ContentBlock::Text(w::TextContent { text: "\u{1}".repeat(1 << 20), annotations: None, meta: None });
-    assert_eq!(call_result(call(vec![controls]), &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: "output" });
+    assert_eq!(call_result(call(vec![controls]), &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: crate::plugin::Limit::Output });
     // Audience roles cost their names.
     let roles = w::Annotations { audience: vec![w::Role::Assistant; 200_000], priority: None, last_modified: None };
     let block = w::ContentBlock::Text(w::TextContent { text: String::new(), annotations: Some(roles), meta: None });
-    assert_eq!(call_result(call(vec![block]), &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: "output" });
+    assert_eq!(call_result(call(vec![block]), &mut Budget::new(limit)).expect_err("refused"), PluginError::Limit { limit: crate::plugin::Limit::Output });
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn a_result_passes_exactly_when_it_fits_the_limit() {
             }
         }
         let refused = call_result(call(content.clone()), &mut Budget::new(sent - 1));
-        assert_eq!(refused.expect_err("one byte short"), PluginError::Limit { limit: "output" });
+        assert_eq!(refused.expect_err("one byte short"), PluginError::Limit { limit: crate::plugin::Limit::Output });
         call_result(call(content), &mut Budget::new(sent)).expect("a result exactly at the limit passes");
     }
 }

@@ -68,7 +68,7 @@ fn requests_become_mcp_params_and_cost_their_wire_size() {
 
     let mut small = Budget::new(64);
     let round = wi::InputRequired { requests: vec![form("name")], state: None, in_task: false };
-    assert_eq!(input_required(round, &mut small), Err(PluginError::Limit { limit: "output" }), "charged to the output budget");
+    assert_eq!(input_required(round, &mut small), Err(PluginError::Limit { limit: crate::plugin::Limit::Output }), "charged to the output budget");
 }
 
 #[test]
