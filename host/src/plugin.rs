@@ -175,7 +175,7 @@ impl CallContext {
     pub fn new(request_id: impl Into<String>, events: Option<mpsc::Sender<CallEvent>>) -> Self {
         CallContext {
             request_id: request_id.into(),
-            request: Arc::new(RequestContext::local(crate::revision::Revision::LATEST_SESSION.as_str())),
+            request: Arc::new(RequestContext::local(crate::revision::Revision::LATEST_SESSION)),
             cancel: CancellationToken::new(),
             events,
             dropped: Arc::new(AtomicU64::new(0)),

@@ -11,6 +11,8 @@ pub mod seal;
 
 use serde_json::{Map, Value};
 
+use crate::revision::Revision;
+
 pub use capabilities::{RequiredCapabilities, missing_capabilities};
 pub use seal::{SealError, StateKey, StateKeyError};
 
@@ -151,8 +153,8 @@ pub struct TraceContext {
 /// Who asked, under which protocol, and with which answers: handed to every call into a plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestContext {
-    pub protocol_version: String,
-    pub era: RequestEra,
+    /// The revision the request is served under; its era follows (`era`).
+    pub protocol_version: Revision,
     /// The client's `ClientCapabilities` object (empty when it declared none).
     pub client_capabilities: Map<String, Value>,
     pub client_info: Option<ClientInfo>,
@@ -170,10 +172,9 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// A context for a request with no client behind it (`paddock call`, load-time calls, tests).
-    pub fn local(protocol_version: &str) -> RequestContext {
+    pub fn local(protocol_version: Revision) -> RequestContext {
         RequestContext {
-            protocol_version: protocol_version.to_owned(),
-            era: RequestEra::Session,
+            protocol_version,
             client_capabilities: Map::new(),
             client_info: None,
             meta: Map::new(),
@@ -183,6 +184,11 @@ impl RequestContext {
             input_responses: Vec::new(),
             state: None,
         }
+    }
+
+    /// The era of the request's revision, as the plugin is told it.
+    pub fn era(&self) -> RequestEra {
+        if self.protocol_version.is_stateless() { RequestEra::Stateless } else { RequestEra::Session }
     }
 
     /// Reads client info from an MCP `Implementation` object, bounded to short strings.

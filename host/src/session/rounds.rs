@@ -21,7 +21,7 @@ use super::lifecycle::{self, META_CLIENT_CAPABILITIES};
 use super::methods::{call_result_json, required_str, route_error, to_json};
 use super::{Era, Session};
 use crate::input::seal::{Binding, Round};
-use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, RequestEra, missing_capabilities};
+use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, missing_capabilities};
 use crate::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, shortened};
 use crate::plugin::{CallContext, PluginError};
 use crate::protocol::{CacheHint, CacheScope, CallToolResult};
@@ -128,15 +128,14 @@ impl Session {
         let meta = lifecycle::meta(params).cloned().unwrap_or_default();
         let mut context = match era {
             Era::Modern { .. } => {
-                let mut context = RequestContext::local(Revision::V2026_07_28.as_str());
-                context.era = RequestEra::Stateless;
+                let mut context = RequestContext::local(Revision::V2026_07_28);
                 context.client_capabilities = meta.get(META_CLIENT_CAPABILITIES).and_then(Value::as_object).cloned().unwrap_or_default();
                 context.client_info = RequestContext::client_info_from(meta.get(lifecycle::META_CLIENT_INFO));
                 context
             }
             Era::Legacy { version } => {
                 let legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
-                let mut context = RequestContext::local(version.as_str());
+                let mut context = RequestContext::local(version);
                 context.client_capabilities = legacy.client_capabilities.clone();
                 context.client_info = legacy.client_info.clone();
                 context

@@ -1,9 +1,10 @@
 //! The input model and the request context through a real component: a plugin ends a call with
 //! keyed questions and its state, gets both back with the answers, and sees who is asking.
 
-use paddock::input::{InputMethod, InputResponse, Outcome, RequestContext, RequestEra};
+use paddock::input::{InputMethod, InputResponse, Outcome, RequestContext};
 use paddock::plugin::{CallContext, Plugin, PluginError};
 use paddock::policy::Grant;
+use paddock::revision::Revision;
 use serde_json::{Value, json};
 
 use super::*;
@@ -23,7 +24,7 @@ async fn a_plugin_asks_by_key_and_gets_the_answer_and_its_state_back_in_a_fresh_
     assert_eq!(request.params["message"], "What is your name?");
     assert_eq!(request.params["requestedSchema"]["required"], json!(["name"]));
 
-    let mut context = RequestContext::local("2025-11-25");
+    let mut context = RequestContext::local(Revision::V2025_11_25);
     context.input_responses =
         vec![InputResponse { key: "user_name".into(), method: InputMethod::ElicitForm, result: json!({"action": "accept", "content": {"name": "Ada"}}) }];
     context.state = required.state.clone();
@@ -42,8 +43,7 @@ async fn a_plugin_asks_by_key_and_gets_the_answer_and_its_state_back_in_a_fresh_
 async fn the_plugin_sees_the_protocol_the_client_and_the_request_meta() {
     let runtime = runtime();
     let plugin = load(&runtime, "fixture", Grant::default()).await;
-    let mut context = RequestContext::local("2026-07-28");
-    context.era = RequestEra::Stateless;
+    let mut context = RequestContext::local(Revision::V2026_07_28);
     context.client_capabilities = json!({"sampling": {"tools": {}}}).as_object().cloned().expect("object");
     context.client_info = RequestContext::client_info_from(Some(&json!({"name": "inspector", "version": "2.12"})));
     context.meta = json!({"progressToken": 7, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}).as_object().cloned().expect("object");

@@ -284,8 +284,8 @@ pub(crate) fn request_context(request: &RequestContext) -> Result<wx::RequestCon
         })
         .collect::<Result<Vec<_>, PluginError>>()?;
     Ok(wx::RequestContext {
-        protocol_version: request.protocol_version.clone(),
-        era: match request.era {
+        protocol_version: request.protocol_version.as_str().to_owned(),
+        era: match request.era() {
             RequestEra::Session => wx::Era::Session,
             RequestEra::Stateless => wx::Era::Stateless,
         },

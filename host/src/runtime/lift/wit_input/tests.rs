@@ -97,7 +97,7 @@ fn bad_rounds_are_malformed_output_naming_the_problem() {
 }
 
 fn context_with(method: InputMethod, result: Value) -> RequestContext {
-    let mut context = RequestContext::local("2026-07-28");
+    let mut context = RequestContext::local(crate::revision::Revision::V2026_07_28);
     context.input_responses = vec![InputResponse { key: "k".into(), method, result }];
     context
 }
