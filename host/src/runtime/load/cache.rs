@@ -119,8 +119,9 @@ pub(crate) enum CacheError {
         path.display()
     )]
     BadKey { path: PathBuf, problem: String },
-    #[error("cannot {action} `{}`: {source}", path.display())]
-    Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    // The reason is in the message, not a `source`: chained, it would print twice.
+    #[error("cannot {action} `{}`: {error}", path.display())]
+    Io { action: &'static str, path: PathBuf, error: std::io::Error },
     #[cfg(not(unix))]
     #[error("the compiled-plugin cache is only supported on Unix hosts")]
     Unsupported,
@@ -487,7 +488,7 @@ fn load_or_create_key(dir: &os::Dir, path: &Path) -> Result<[u8; KEY_LEN], Cache
 fn read_key(dir: &os::Dir, path: &Path) -> Result<Option<[u8; KEY_LEN]>, CacheError> {
     let key_path = || path.join(KEY_FILE);
     let bad = |problem: String| CacheError::BadKey { path: key_path(), problem };
-    let opened = dir.open_file(KEY_FILE).map_err(|source| CacheError::Io { action: "open", path: key_path(), source })?;
+    let opened = dir.open_file(KEY_FILE).map_err(|source| CacheError::Io { action: "open", path: key_path(), error: source })?;
     let file = match opened {
         Opened::Missing => return Ok(None),
         Opened::Symlink => return Err(bad("is a symbolic link".to_owned())),
@@ -506,7 +507,7 @@ fn read_key(dir: &os::Dir, path: &Path) -> Result<Option<[u8; KEY_LEN]>, CacheEr
         }
     };
     let mut bytes = Vec::with_capacity(KEY_LEN + 1);
-    file.take(KEY_LEN as u64 + 1).read_to_end(&mut bytes).map_err(|source| CacheError::Io { action: "read", path: key_path(), source })?;
+    file.take(KEY_LEN as u64 + 1).read_to_end(&mut bytes).map_err(|source| CacheError::Io { action: "read", path: key_path(), error: source })?;
     <[u8; KEY_LEN]>::try_from(bytes.as_slice()).map(Some).map_err(|_| bad(format!("is not a key: it is not {KEY_LEN} bytes long")))
 }
 
@@ -518,7 +519,7 @@ fn create_key(dir: &os::Dir, path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
     let key_path = path.join(KEY_FILE);
     let io = |action: &'static str| {
         let key_path = key_path.clone();
-        move |source| CacheError::Io { action, path: key_path, source }
+        move |source| CacheError::Io { action, path: key_path, error: source }
     };
     let mut key = [0u8; KEY_LEN];
     getrandom::fill(&mut key).map_err(std::io::Error::other).map_err(io("draw random bytes for"))?;
@@ -603,6 +604,14 @@ mod tests {
 
     fn info(kind: Kind, owner: u32, mode: u32) -> Info {
         Info { kind, owner, mode, len: 0, identity: None }
+    }
+
+    #[test]
+    fn a_cache_error_says_its_reason_once_even_printed_with_its_chain() {
+        let error = CacheError::Io { action: "open", path: "/cache/key".into(), error: std::io::Error::from(std::io::ErrorKind::PermissionDenied) };
+        let shown = error.to_string();
+        assert!(shown.starts_with("cannot open `/cache/key`: "), "{shown}");
+        assert!(std::error::Error::source(&error).is_none(), "a chained printer (`{{:#}}`) would print the reason again");
     }
 
     #[test]

@@ -24,7 +24,7 @@ impl Dir {
     /// creating it (and missing parents) with mode 0700 first when it does not exist.
     pub(super) fn open(path: &Path) -> Result<(Dir, Info), CacheError> {
         let euid = rustix::process::geteuid().as_raw();
-        let io = |action: &'static str| move |source: io::Error| CacheError::Io { action, path: path.to_path_buf(), source };
+        let io = |action: &'static str| move |source: io::Error| CacheError::Io { action, path: path.to_path_buf(), error: source };
         match std::fs::symlink_metadata(path) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(CacheError::SymlinkFolder { path: path.to_path_buf() });
