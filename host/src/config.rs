@@ -10,7 +10,7 @@
 //! Keys of a plugin's table:
 //! - `files = [{ host = "./data", guest = "/data", mode = "ro" | "rw" }]` (mode defaults to `ro`);
 //! - `env = { NAME = "value" }`;
-//! - `network = ["http://127.0.0.1:*", "https://*.example.com"]` (see `policy::OutboundRules`);
+//! - `network = ["http://127.0.0.1:*", "https://*.example.com"]` (see `policy::EgressRules`);
 //! - `secrets = [{ target = "https://api.example.com", header = "Authorization", from_env = "TOKEN", prefix = "Bearer " }]`
 //!   (or `from_file`; see `secrets`);
 //! - `limits = { memory = "64MiB", timeout = "10s", concurrency = 8, output = "1MiB" }`;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use toml::Value;
 
 use super::context::Ctx;
-use crate::policy::{FsGrant, FsMode, Grant, Limits, OutboundRules};
+use crate::policy::{EgressRules, FsGrant, FsMode, Grant, Limits};
 
 const KNOWN_KEYS: &str = "files, env, network, secrets, limits, expose";
 
@@ -143,7 +143,7 @@ fn network(cx: &mut Ctx<'_>, grant: &mut Grant, path: &str, value: Value) {
             _ => cx.error(&format!("{path}[{i}]"), "must be a string", "write a `scheme://host[:port]` pattern"),
         }
     }
-    match OutboundRules::parse(&patterns) {
+    match EgressRules::parse(&patterns) {
         Ok(rules) => grant.network = rules,
         Err(errors) => {
             for e in errors {

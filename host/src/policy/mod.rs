@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub use address::{SpecialUse, canonical as canonical_ip, special_use};
 pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
-pub use network::{OutboundRules, PatternProblem, Target, parse_exact_target};
+pub use network::{EgressRules, PatternProblem, Target, parse_exact_target};
 pub use refusal::RefusalKind;
 
 /// Everything one plugin is allowed to use.
@@ -27,7 +27,7 @@ pub struct Grant {
     /// Environment variables the plugin sees (and nothing else of the host's environment).
     pub env: BTreeMap<String, String>,
     /// Outgoing HTTP targets (wasi:http).
-    pub network: OutboundRules,
+    pub network: EgressRules,
     /// Credentials the host adds to requests for one target; the plugin never sees them.
     pub secrets: Vec<SecretGrant>,
     /// Resource limits of each call.

@@ -20,7 +20,7 @@ use super::{Decision, PolicyError};
 
 /// The parsed outgoing HTTP allow-list of one plugin. Empty by default: nothing is allowed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OutboundRules {
+pub struct EgressRules {
     rules: Vec<Rule>,
 }
 
@@ -71,9 +71,9 @@ enum HostPattern {
     Subdomains(String),
 }
 
-impl OutboundRules {
+impl EgressRules {
     /// Parses patterns; every bad pattern is reported.
-    pub fn parse(patterns: &[String]) -> Result<OutboundRules, Vec<PolicyError>> {
+    pub fn parse(patterns: &[String]) -> Result<EgressRules, Vec<PolicyError>> {
         let mut rules = Vec::new();
         let mut errors = Vec::new();
         for pattern in patterns {
@@ -82,7 +82,7 @@ impl OutboundRules {
                 Err(message) => errors.push(PolicyError { pattern: pattern.clone(), message }),
             }
         }
-        if errors.is_empty() { Ok(OutboundRules { rules }) } else { Err(errors) }
+        if errors.is_empty() { Ok(EgressRules { rules }) } else { Err(errors) }
     }
 
     /// The rules as patterns, in the order they were written (for `paddock inspect`).

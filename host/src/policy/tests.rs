@@ -2,11 +2,11 @@
 
 use super::*;
 
-fn rules(patterns: &[&str]) -> OutboundRules {
-    OutboundRules::parse(&patterns.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>()).expect("valid patterns")
+fn rules(patterns: &[&str]) -> EgressRules {
+    EgressRules::parse(&patterns.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>()).expect("valid patterns")
 }
 
-fn allowed(rules: &OutboundRules, scheme: &str, host: &str, port: u16) -> bool {
+fn allowed(rules: &EgressRules, scheme: &str, host: &str, port: u16) -> bool {
     rules.check(&Target::new(scheme, host, port)).is_allowed()
 }
 
@@ -79,7 +79,7 @@ fn bad_patterns_are_all_reported() {
             .iter()
             .map(|p| (*p).to_owned())
             .collect();
-    let errors = OutboundRules::parse(&bad).expect_err("all invalid");
+    let errors = EgressRules::parse(&bad).expect_err("all invalid");
     assert_eq!(errors.len(), bad.len(), "{errors:?}");
     assert!(errors[0].to_string().contains("ftp"), "{}", errors[0]);
 }
@@ -93,12 +93,12 @@ fn ranges_cover_ip_literals_in_them_and_nothing_else() {
     assert!(allowed(&r, "https", "fd12::1", 443));
     assert!(!allowed(&r, "https", "fd12::1", 8443));
     assert_eq!(r.patterns(), vec!["http://10.0.0.0/8:*".to_owned(), "https://[fd00::/8]:443".to_owned()]);
-    let errors = OutboundRules::parse(&["http://10.0.0.1/8".to_owned(), "http://10.0.0.0/33".to_owned()]).expect_err("bad ranges");
+    let errors = EgressRules::parse(&["http://10.0.0.1/8".to_owned(), "http://10.0.0.0/33".to_owned()]).expect_err("bad ranges");
     assert!(errors[0].message.to_string().contains("10.0.0.0/8"), "{}", errors[0]);
     assert_eq!(errors.len(), 2);
 }
 
-fn vetted(rules: &OutboundRules, target: &str, ip: &str) -> Result<(), SpecialUse> {
+fn vetted(rules: &EgressRules, target: &str, ip: &str) -> Result<(), SpecialUse> {
     let (scheme, rest) = target.split_once("://").expect("scheme");
     let (host, port) = rest.rsplit_once(':').expect("port");
     rules.vet_address(&Target::new(scheme, host, port.parse().expect("port")), ip.parse().expect("ip"))
@@ -143,7 +143,7 @@ mod properties {
         /// Any text parses or is refused with an error; none panics.
         #[test]
         fn any_pattern_parses_or_is_refused(pattern in ".{0,40}") {
-            let _ = OutboundRules::parse(&[pattern]);
+            let _ = EgressRules::parse(&[pattern]);
         }
 
         /// A wildcard covers exactly the strict subdomains of its suffix.

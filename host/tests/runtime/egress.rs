@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use paddock::policy::{Grant, OutboundRules, RefusalKind, SecretGrant, SecretSource, Target};
+use paddock::policy::{EgressRules, Grant, RefusalKind, SecretGrant, SecretSource, Target};
 use paddock::runtime::{FixedResolver, Runtime, RuntimeOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -58,7 +58,7 @@ async fn serve(body: impl Fn(String) -> String + Send + Sync + 'static) -> Socke
 }
 
 fn network(patterns: &[String]) -> Grant {
-    Grant { network: OutboundRules::parse(patterns).expect("patterns"), ..Grant::default() }
+    Grant { network: EgressRules::parse(patterns).expect("patterns"), ..Grant::default() }
 }
 
 #[tokio::test]

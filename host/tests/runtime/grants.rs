@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use paddock::policy::{FsGrant, FsMode, Grant, OutboundRules};
+use paddock::policy::{EgressRules, FsGrant, FsMode, Grant};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -92,7 +92,7 @@ async fn http_reaches_a_granted_target_and_is_denied_others() {
     let granted = http_server("hello from the granted server").await;
     let other = http_server("must never be read").await;
     let rt = runtime();
-    let grant = Grant { network: OutboundRules::parse(&[format!("http://127.0.0.1:{}", granted.port())]).expect("pattern"), ..Grant::default() };
+    let grant = Grant { network: EgressRules::parse(&[format!("http://127.0.0.1:{}", granted.port())]).expect("pattern"), ..Grant::default() };
     let plugin = load(&rt, "fixture", grant).await;
     let ok = ok_text(call(&plugin, "http_get", json!({"url": format!("http://127.0.0.1:{}/hello", granted.port())})).await);
     assert_eq!(ok, "200 hello from the granted server");

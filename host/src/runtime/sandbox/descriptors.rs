@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(wanted(&Grant::default(), CEILING), 0);
         assert_eq!(wanted(&file_grant(4096), CEILING), 4096);
         let network = Grant {
-            network: crate::policy::OutboundRules::parse(&["https://example.com".to_owned()]).expect("a rule"),
+            network: crate::policy::EgressRules::parse(&["https://example.com".to_owned()]).expect("a rule"),
             limits: crate::policy::Limits { concurrency: 4, ..crate::policy::Limits::default() },
             ..Grant::default()
         };

@@ -27,7 +27,7 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, WasiBody};
 
 use super::refusal_log::Recorder;
-use crate::policy::{OutboundRules, RefusalKind, Target, canonical_ip};
+use crate::policy::{EgressRules, RefusalKind, Target, canonical_ip};
 
 /// Longest wait for a name lookup.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -142,7 +142,7 @@ impl Egress {
     pub(crate) async fn send(
         &self,
         target: &Target,
-        rules: &OutboundRules,
+        rules: &EgressRules,
         mut request: http::Request<WasiBody>,
         timeouts: Timeouts,
         charge: Charge,
@@ -193,7 +193,7 @@ impl Egress {
         Ok((response, io))
     }
 
-    async fn vetted_addresses(&self, target: &Target, rules: &OutboundRules, recorder: &Recorder) -> Result<Vec<SocketAddr>, Error> {
+    async fn vetted_addresses(&self, target: &Target, rules: &EgressRules, recorder: &Recorder) -> Result<Vec<SocketAddr>, Error> {
         let found = match target.host.parse::<IpAddr>() {
             Ok(ip) => vec![ip],
             Err(_) => tokio::time::timeout(LOOKUP_TIMEOUT, self.resolver.lookup(&target.host))

@@ -4,8 +4,8 @@
 
 pub(crate) mod descriptors;
 pub(crate) mod egress;
+pub(crate) mod egress_http;
 pub(crate) mod guest_output;
-pub(crate) mod outbound_http;
 pub(crate) mod prepared;
 pub(crate) mod refusal_log;
 pub(crate) mod store_state;

@@ -15,9 +15,9 @@ use wasmtime_wasi::FsPerms;
 
 use super::descriptors::{CallCeiling, DescriptorPool, Unreserved};
 use super::egress::Egress;
-use super::outbound_http::{InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
+use super::egress_http::{InjectedSecret, MAX_REQUESTS_IN_FLIGHT};
 use super::refusal_log::RefusalCounters;
-use crate::policy::{FsMode, Grant, OutboundRules, SecretGrant, SecretSource};
+use crate::policy::{EgressRules, FsMode, Grant, SecretGrant, SecretSource};
 
 /// pollables, wasi:http fields and bodies). Each open file is also a host descriptor, so this
 /// bounds the descriptors one call can hold; together with `HTTP_FIELDS_BYTES` it bounds the
@@ -66,7 +66,7 @@ pub(crate) struct PinnedDir {
 pub(crate) struct Sandbox {
     pub(crate) plugin: Arc<str>,
     pub(crate) grant: Arc<Grant>,
-    pub(crate) rules: Arc<OutboundRules>,
+    pub(crate) rules: Arc<EgressRules>,
     pub(crate) refusals: Arc<RefusalCounters>,
     pub(crate) dirs: Arc<[PinnedDir]>,
     pub(crate) secrets: Arc<[InjectedSecret]>,

@@ -18,8 +18,8 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::descriptors::{CallDescriptors, Exhausted};
 use super::egress::ResponseBudget;
+use super::egress_http::{HttpPolicy, MAX_REQUESTS_IN_FLIGHT};
 use super::guest_output::{LogSink, OutputBudget, Stream};
-use super::outbound_http::{HttpPolicy, MAX_REQUESTS_IN_FLIGHT};
 use super::prepared::{MAX_RESOURCES, Sandbox};
 use super::refusal_log::Recorder;
 use crate::plugin::CallContext;

@@ -1,7 +1,7 @@
 //! The wasi:http request hook: enforces a plugin's network grant and adds its secrets.
 //!
 //! Every outgoing request is checked before anything connects: a URL with user info is
-//! refused; the scheme, host and port must match `policy::OutboundRules`; the name is then
+//! refused; the scheme, host and port must match `policy::EgressRules`; the name is then
 //! resolved and every address vetted by `egress::Egress`, which dials only a vetted address. A
 //! refused request gets `HttpRequestDenied` (or `DestinationIpProhibited` for an address) and a
 //! recorded refusal with the plugin and the target.
@@ -26,7 +26,7 @@ use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 use super::descriptors::{DescriptorPool, HeldDescriptor};
 use super::egress::{Charge, Egress, ResponseBudget, Timeouts};
 use super::refusal_log::Recorder;
-use crate::policy::{OutboundRules, RefusalKind, Target};
+use crate::policy::{EgressRules, RefusalKind, Target};
 
 /// Longest wait for a connection (all vetted addresses together), and for the TLS and HTTP
 /// handshakes after it.
@@ -54,7 +54,7 @@ impl std::fmt::Debug for InjectedSecret {
 pub(crate) struct HttpPolicy {
     /// Where refusals are recorded (plugin, request, operation).
     pub(crate) recorder: Recorder,
-    pub(crate) rules: Arc<OutboundRules>,
+    pub(crate) rules: Arc<EgressRules>,
     pub(crate) secrets: Arc<[InjectedSecret]>,
     pub(crate) egress: Egress,
     pub(crate) in_flight: Arc<Semaphore>,
