@@ -426,7 +426,7 @@ async fn load_server(
     over: &str,
     budget: Arc<crate::budget::Budget>,
     host_descriptors: u64,
-) -> Result<Arc<crate::session::Server>> {
+) -> Result<Arc<crate::session::ServerState>> {
     let loaded = load(plugins_dir, common, host_descriptors).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -457,7 +457,7 @@ async fn load_server(
         Some(path) => crate::input::StateKey::from_file(path)?,
         None => crate::input::StateKey::random()?,
     };
-    Ok(crate::session::Server::with_budget(router, state_key, budget))
+    Ok(crate::session::ServerState::with_budget(router, state_key, budget))
 }
 
 /// The plugin a load problem is about, when it is about a plugin file: the file's stem, which

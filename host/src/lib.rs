@@ -12,6 +12,7 @@ pub mod escape;
 pub mod input;
 pub mod inspect_report;
 pub mod jsonrpc;
+pub mod mcp;
 pub mod plugin;
 pub mod policy;
 pub mod protocol;

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["plugin", "config", "tasks"],
     &["runtime"],
     &["router"],
+    &["mcp"],
     &["session"],
     &["transport"],
     &["inspect_report"],

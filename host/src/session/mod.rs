@@ -1,5 +1,7 @@
-//! The per-channel MCP engine: JSON-RPC dispatch, protocol era per message, lifecycle,
-//! concurrency, cancellation, and the progress and log notifications of each request.
+//! The per-channel JSON-RPC engine: framing and batches, the protocol era of each message and
+//! the legacy lifecycle, admission and the in-flight map, cancellation, the reply queue, and the
+//! client's side of input rounds. What a request means is the MCP layer's (`crate::mcp`): the
+//! session fixes each request's `Scope` when it admits it and hands it to `mcp::dispatch`.
 //!
 //! One `Session` serves one channel: the stdio stream, a WebSocket, a legacy HTTP session, or
 //! (`Session::stateless`) one 2026-07-28 HTTP request. A request carrying the 2026-07-28
@@ -22,15 +24,10 @@
 //! sockets.
 
 mod batch;
+mod client;
 mod client_requests;
-mod lifecycle;
-mod methods;
+mod follow;
 mod outbound;
-mod rounds;
-mod server;
-mod shape;
-mod subscriptions;
-mod task_calls;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -39,35 +36,30 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+pub use crate::mcp::{
+    DEFAULT_INPUT_TIMEOUT, MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, MAX_ROUNDS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_RELATED_TASK,
+    META_SUBSCRIPTION_ID, MISSING_REQUIRED_CLIENT_CAPABILITY, SERVER_BUSY, ServerLimits, ServerState, TASK_AFTER, TASKS_EXTENSION, is_modern,
+};
 pub use crate::router::HeaderParam;
-pub use lifecycle::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, is_modern};
-pub use lifecycle::{META_RELATED_TASK, TASKS_EXTENSION};
 pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, Slot, TransportClosed, outbound, outbound_charged};
-pub use rounds::{MAX_ROUNDS, MISSING_REQUIRED_CLIENT_CAPABILITY};
-pub use server::{DEFAULT_INPUT_TIMEOUT, Server};
-pub use subscriptions::{MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID};
-pub use task_calls::TASK_AFTER;
 
 use batch::{Batch, Dest};
 
 use crate::input::ClientInfo;
 use crate::jsonrpc::{self, ErrorObject, Id, Message};
+use crate::mcp::{self, Era, Filter, McpError, Method, Reply, Scope};
 use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
 use crate::revision::Revision;
 use client_requests::ClientRequests;
-use subscriptions::Filter;
 
 /// Requests of one channel admitted at once (running, or waiting for their plugin's
 /// concurrency gate). One more is answered with `SERVER_BUSY` at once: reading never waits for
 /// plugin capacity, so `ping`, cancellations and other plugins' calls are never stuck behind it.
 pub const MAX_IN_FLIGHT: usize = 256;
-/// JSON-RPC error code (implementation-defined server error) for a request refused because
-/// `MAX_IN_FLIGHT` requests of the channel are already in flight.
-pub const SERVER_BUSY: i64 = -32000;
 /// How long a cancelled request may take to wind down before the session drops its work. The
 /// runtime stops a plugin sooner (its own grace period); this holds for any `Plugin`.
 const CANCEL_BACKSTOP: Duration = Duration::from_secs(1);
@@ -81,15 +73,6 @@ tokio::task_local! {
     /// questions to the client go. Unset outside a request's own task (a task run, the change
     /// feed): those use the channel's queue.
     static REQUEST_STREAM: Outbound;
-}
-
-/// The protocol era and settings a request is served under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Era {
-    /// A legacy session at the negotiated version.
-    Legacy { version: Revision },
-    /// A stateless 2026-07-28 request, with the log level it opted in to.
-    Modern { log_level: Option<LogLevel> },
 }
 
 #[derive(Debug)]
@@ -127,11 +110,20 @@ struct Admitted {
     events: mpsc::Receiver<crate::plugin::CallEvent>,
 }
 
+/// An admitted request, with the scope it is served in.
+struct Running {
+    id: Id,
+    method: Method,
+    generation: u64,
+    scope: Scope,
+    permit: Permit,
+}
+
 /// One channel's session.
 pub struct Session {
     /// Unique in the process: the owner of the legacy tasks this session creates.
     id: u64,
-    server: Arc<Server>,
+    server: Arc<ServerState>,
     out: Outbound,
     client_requests: ClientRequests,
     legacy: Mutex<LegacyState>,
@@ -159,22 +151,22 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// A session of `server` whose outgoing messages go to `out`.
-    pub fn new(server: Arc<Server>, out: Outbound) -> Arc<Session> {
+    pub fn new(server: Arc<ServerState>, out: Outbound) -> Arc<Session> {
         Session::build(server, out, false, None)
     }
 
     /// A session that serves only 2026-07-28 requests (one HTTP request without a session):
     /// `initialize` and everything else without that revision's `_meta` is refused.
-    pub fn stateless(server: Arc<Server>, out: Outbound) -> Arc<Session> {
+    pub fn stateless(server: Arc<ServerState>, out: Outbound) -> Arc<Session> {
         Session::build(server, out, true, None)
     }
 
     /// `stateless`, for a request from `client` (its address): its tasks count against it.
-    pub fn stateless_from(server: Arc<Server>, out: Outbound, client: &str) -> Arc<Session> {
+    pub fn stateless_from(server: Arc<ServerState>, out: Outbound, client: &str) -> Arc<Session> {
         Session::build(server, out, true, Some(Arc::from(client)))
     }
 
-    fn build(server: Arc<Server>, out: Outbound, stateless: bool, client: Option<Arc<str>>) -> Arc<Session> {
+    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<Arc<str>>) -> Arc<Session> {
         static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
             id: SESSIONS.fetch_add(1, Ordering::Relaxed),
@@ -359,35 +351,40 @@ impl Session {
     }
 
     async fn handle_request(self: &Arc<Self>, id: Id, method: String, params: Option<Map<String, Value>>, dest: Dest) {
+        let method = Method::parse(&method);
         let era = match self.era_for(&method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.deliver_error(&dest, &id, &error).await,
+            Err(error) => return self.deliver_error(&dest, &id, &error.to_wire(None)).await,
         };
-        let listen = method == "subscriptions/listen" && matches!(era, Era::Modern { .. });
-        if !listen && !methods::runs_in_plugin(&method) {
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.serve_local(&method, params.as_ref(), era)))
-                .unwrap_or_else(|panic| Err(panicked(&id, &method, panic.as_ref())));
-            if method == "initialize" && outcome.is_ok() {
+        let client: Arc<dyn mcp::Client> = Arc::clone(self) as Arc<dyn mcp::Client>;
+        if !method.waits(era) {
+            let scope = Scope::new(&self.server, client, era, params.as_ref(), CallContext::detached(String::new()));
+            let outcome = AssertUnwindSafe(mcp::dispatch(&scope, &method, params)).catch_unwind().await;
+            let outcome = outcome.unwrap_or_else(|panic| Err(panicked(&id, method.name(), panic.as_ref())));
+            if method == Method::Initialize && outcome.is_ok() {
                 self.follow_changes();
             }
-            let cache = methods::list_cache(&self.server.router(), &method);
-            return self.reply(&dest, &id, &method, era, outcome.map(|result| rounds::Finished { result, cache }), None).await;
+            return self.reply(&dest, &id, &method, era, outcome, None).await;
         }
         let Some(admitted) = self.admit(&id, &dest).await else { return };
-        tracing::debug!(request = %id, method = %crate::escape::Escaped(&method), "request admitted");
+        tracing::debug!(request = %id, method = %crate::escape::Escaped(method.name()), "request admitted");
+        let Admitted { permit, cx, generation, events } = admitted;
+        // The scope is fixed here, at admission: the request keeps this router to its end.
+        let scope = Scope::new(&self.server, client, era, params.as_ref(), cx);
+        let running = Running { id, method, generation, scope, permit };
         let session = Arc::clone(self);
         self.requests.spawn(REQUEST_STREAM.scope(dest.out, async move {
-            let Admitted { permit, cx, generation, events } = admitted;
-            if listen {
+            if running.method == Method::Listen {
+                let (id, generation, method) = (running.id.clone(), running.generation, running.method.clone());
                 // A panic is answered like any request's; the permit went with the unwinding.
-                let listened = AssertUnwindSafe(Arc::clone(&session).listen(id.clone(), generation, params, era, cx, permit)).catch_unwind().await;
+                let listened = AssertUnwindSafe(Arc::clone(&session).listen(running, params)).catch_unwind().await;
                 if let Err(panic) = listened
                     && let Some(entry) = session.finish(&id, generation)
                 {
-                    session.deliver_error(&entry.dest, &id, &panicked(&id, &method, panic.as_ref())).await;
+                    session.deliver_error(&entry.dest, &id, &panicked(&id, method.name(), panic.as_ref()).to_wire(None)).await;
                 }
             } else {
-                session.run_plugin_request(id, generation, method, params, era, cx, events, permit).await;
+                session.run_request(running, params, events).await;
             }
         }));
     }
@@ -444,151 +441,44 @@ impl Session {
         }
     }
 
-    /// A legacy session hears every list change and the updates of what it subscribed to, from
-    /// `initialize` until its input ends. The feed holds the session weakly.
-    fn follow_changes(self: &Arc<Self>) {
-        let mut changes = self.server.changes();
-        let session = Arc::downgrade(self);
-        let ended = self.input_ended.clone();
-        tokio::spawn(async move {
-            loop {
-                let received = tokio::select! {
-                    received = changes.recv() => received,
-                    () = ended.cancelled() => return,
-                };
-                let Some(session) = session.upgrade() else { return };
-                let filter = session.legacy.lock().unwrap_or_else(|e| e.into_inner()).followed.clone();
-                let Some(lines) = subscriptions::lines_from(received, &filter, None) else { return };
-                for line in lines {
-                    session.out.notify(line);
-                }
-            }
-        });
-    }
-
-    /// Serves a 2026-07-28 `subscriptions/listen`: the acknowledgement first, then each change
-    /// the client asked for, tagged with the request's id, until the client cancels the request
-    /// (no reply) or its input ends (the closing result).
-    async fn listen(self: Arc<Self>, id: Id, generation: u64, params: Option<Map<String, Value>>, era: Era, cx: CallContext, permit: Permit) {
-        let opened = match Arc::clone(&self.listens).try_acquire_owned() {
-            Ok(listening) => {
-                let tasks_declared = task_calls::declares_extension(&self.request_context(params.as_ref(), era));
-                Filter::listen(params.as_ref(), &self.server.router(), tasks_declared).map(|filter| (filter, listening))
-            }
-            Err(_) => Err(ErrorObject::new(SERVER_BUSY, format!("at most {MAX_LISTENS} listen requests per connection are open at once"))),
-        };
-        let (filter, _listening) = match opened {
-            Ok(opened) => opened,
-            Err(error) => {
-                if let Some(entry) = self.finish(&id, generation) {
-                    self.deliver(&entry.dest, jsonrpc::error_line(Some(&id), &error), Some(error.code), Some(permit)).await;
-                }
-                return;
-            }
-        };
-        // Following starts before the acknowledgement, so nothing after it is missed.
-        let mut changes = self.server.changes();
-        let stream = self.related_out();
-        let _ = stream.send(subscriptions::acknowledgement(&filter, &id)).await;
-        loop {
-            let received = tokio::select! {
-                received = changes.recv() => received,
-                () = cx.cancelled() => return,
-                () = self.input_ended.cancelled() => break,
-            };
-            let Some(lines) = subscriptions::lines_from(received, &filter, Some(&id)) else { break };
-            for line in lines {
-                stream.notify(line);
-            }
-        }
-        if let Some(entry) = self.finish(&id, generation) {
-            let closing = rounds::Finished { result: subscriptions::closing_result(&id), cache: None };
-            self.reply(&entry.dest, &id, "subscriptions/listen", era, Ok(closing), Some(permit)).await;
-        }
-    }
-
     /// Picks the era of a request and applies lifecycle rules that need no plugin.
-    fn era_for(&self, method: &str, params: Option<&Map<String, Value>>) -> Result<Era, ErrorObject> {
-        if self.stateless || lifecycle::is_modern(params) || method == "server/discover" {
-            lifecycle::validate_modern(params)?;
-            if lifecycle::removed_in_modern(method) {
-                return Err(ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, format!("method `{method}` does not exist in protocol 2026-07-28")));
+    fn era_for(&self, method: &Method, params: Option<&Map<String, Value>>) -> Result<Era, McpError> {
+        if self.stateless || mcp::is_modern(params) || *method == Method::Discover {
+            mcp::validate_modern(params)?;
+            if method.removed_in_stateless() {
+                return Err(McpError::MethodNotFound(format!("method `{}` does not exist in protocol 2026-07-28", method.name())));
             }
-            let log_level = lifecycle::meta(params).and_then(|m| m.get(lifecycle::META_LOG_LEVEL)).and_then(Value::as_str).and_then(LogLevel::parse);
+            let log_level = mcp::meta(params).and_then(|m| m.get(mcp::META_LOG_LEVEL)).and_then(Value::as_str).and_then(LogLevel::parse);
             return Ok(Era::Modern { log_level });
         }
         let mut legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
         match (method, legacy.version) {
-            ("initialize", Some(_)) => Err(ErrorObject::new(jsonrpc::INVALID_REQUEST, "the session is already initialized")),
-            ("initialize", None) => {
+            (Method::Initialize, Some(_)) => Err(McpError::InvalidRequest("the session is already initialized".to_owned())),
+            (Method::Initialize, None) => {
                 let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
-                let version = lifecycle::negotiate(requested);
+                let version = mcp::negotiate(requested);
                 legacy.version = Some(version);
                 legacy.client_capabilities = params.and_then(|p| p.get("capabilities")).and_then(Value::as_object).cloned().unwrap_or_default();
                 legacy.client_info = crate::input::RequestContext::client_info_from(params.and_then(|p| p.get("clientInfo")));
                 Ok(Era::Legacy { version })
             }
-            ("ping", version) => Ok(Era::Legacy { version: version.unwrap_or(Revision::LATEST_SESSION) }),
+            (Method::Ping, version) => Ok(Era::Legacy { version: version.unwrap_or(Revision::LATEST_SESSION) }),
             (_, Some(version)) => Ok(Era::Legacy { version }),
-            (_, None) => Err(ErrorObject::new(
-                jsonrpc::INVALID_REQUEST,
-                "the session is not initialized: send `initialize` first, or use protocol 2026-07-28 with `_meta` on every request",
+            (_, None) => Err(McpError::InvalidRequest(
+                "the session is not initialized: send `initialize` first, or use protocol 2026-07-28 with `_meta` on every request".to_owned(),
             )),
         }
     }
 
-    fn serve_local(&self, method: &str, params: Option<&Map<String, Value>>, era: Era) -> Result<Value, ErrorObject> {
-        match method {
-            "initialize" => {
-                let version = match era {
-                    Era::Legacy { version } => version,
-                    Era::Modern { .. } => Revision::LATEST_SESSION,
-                };
-                Ok(methods::initialize_result(&self.server.router(), version))
-            }
-            "ping" => Ok(json!({})),
-            "server/discover" => Ok(methods::discover_result(&self.server.router())),
-            "tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/update" => self.serve_task_method(method, params, era),
-            "resources/subscribe" | "resources/unsubscribe" => {
-                let uri = methods::required_str(params, "uri")?;
-                let mut legacy = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
-                if method == "resources/subscribe" {
-                    legacy.followed.subscribe(uri, &self.server.router())?;
-                } else {
-                    legacy.followed.unsubscribe(uri);
-                }
-                Ok(json!({}))
-            }
-            "logging/setLevel" => {
-                let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
-                let level = level.and_then(LogLevel::parse).ok_or_else(|| {
-                    ErrorObject::new(jsonrpc::INVALID_PARAMS, "`level` must be one of debug, info, notice, warning, error, critical, alert, emergency")
-                })?;
-                self.legacy.lock().unwrap_or_else(|e| e.into_inner()).log_level = level;
-                Ok(json!({}))
-            }
-            // What the panic guard of local methods is tested with.
-            #[cfg(test)]
-            "test/panic" => panic!("a test asked this request to panic"),
-            _ => methods::serve_list(&self.server.router(), method, params, era),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn run_plugin_request(
-        self: Arc<Self>,
-        id: Id,
-        generation: u64,
-        method: String,
-        params: Option<Map<String, Value>>,
-        era: Era,
-        cx: CallContext,
-        mut events: mpsc::Receiver<crate::plugin::CallEvent>,
-        permit: Permit,
-    ) {
-        let notifier = methods::Notifier::new(params.as_ref(), era, self.legacy_log_level());
+    /// Serves an admitted request that may wait, with its progress and log messages forwarded
+    /// while it runs, and answers it unless it was cancelled.
+    async fn run_request(self: Arc<Self>, running: Running, params: Option<Map<String, Value>>, mut events: mpsc::Receiver<crate::plugin::CallEvent>) {
+        let Running { id, method, generation, scope, permit } = running;
+        let cx = scope.cx.clone();
+        let era = scope.era;
+        let notifier = mcp::Notifier::new(Some(&scope.context.meta), era, self.legacy_log_level());
         // A panic anywhere below becomes an error reply, never a request left unanswered.
-        let work = AssertUnwindSafe(self.serve_plugin(&method, params.as_ref(), era, &cx)).catch_unwind();
+        let work = AssertUnwindSafe(mcp::dispatch(&scope, &method, params)).catch_unwind();
         tokio::pin!(work);
         let backstop = async {
             cx.cancelled().await;
@@ -598,12 +488,12 @@ impl Session {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut work => break Some(outcome),
-                Some(event) = events.recv() => self.forward(&notifier, &cx, event),
+                Some(event) = events.recv() => mcp::forward(&self.server, self.as_ref(), &notifier, &cx, event),
                 () = &mut backstop => break None,
             }
         };
         while let Ok(event) = events.try_recv() {
-            self.forward(&notifier, &cx, event);
+            mcp::forward(&self.server, self.as_ref(), &notifier, &cx, event);
         }
         let dropped = cx.events_dropped();
         if dropped > 0 {
@@ -620,47 +510,13 @@ impl Session {
         let Some(entry) = self.finish(&id, generation) else { return };
         let outcome = match outcome {
             Some(Ok(outcome)) => outcome,
-            Some(Err(panic)) => Err(panicked(&id, &method, panic.as_ref())),
+            Some(Err(panic)) => Err(panicked(&id, method.name(), panic.as_ref())),
             None => return,
         };
         // The request counts as in flight until its reply has room in the queue (a client that
         // does not read stops having requests admitted), and stops counting before the reply can
         // reach the client (a client that keeps exactly `MAX_IN_FLIGHT` going is never refused).
         self.reply(&entry.dest, &id, &method, era, outcome, Some(permit)).await;
-    }
-
-    /// Runs a plugin method: completion once, the others through the input model.
-    async fn serve_plugin(
-        self: &Arc<Self>,
-        method: &str,
-        params: Option<&Map<String, Value>>,
-        era: Era,
-        cx: &CallContext,
-    ) -> Result<rounds::Finished, ErrorObject> {
-        if methods::needs_input_model(method) {
-            return self.serve_with_input(method, params, era, cx).await;
-        }
-        if method == "tasks/result" {
-            return self.task_result(params, era, cx).await;
-        }
-        let cx = cx.clone().with_request(self.request_context(params, era));
-        let result = methods::serve_completion(&self.server.router(), method, params, era, &cx).await?;
-        Ok(rounds::Finished { result, cache: None })
-    }
-
-    fn forward(&self, notifier: &methods::Notifier, cx: &CallContext, event: crate::plugin::CallEvent) {
-        // A change is about the plugin, not the request: it counts even if the request was cancelled.
-        match event {
-            crate::plugin::CallEvent::ListChanged { plugin, kind } => return self.server.list_changed(&plugin, kind),
-            crate::plugin::CallEvent::ResourceUpdated { plugin, uri } => return self.server.resource_updated(&plugin, &uri),
-            _ => {}
-        }
-        if cx.is_cancelled() {
-            return;
-        }
-        if let Some(line) = notifier.line_for(event) {
-            self.related_out().notify(line);
-        }
     }
 
     /// Where this task's messages to the client go: its request's stream, or (outside a
@@ -674,18 +530,13 @@ impl Session {
     }
 
     /// Answers a request; `admitted` (its in-flight permit) is released once the reply has room.
-    async fn reply(&self, dest: &Dest, id: &Id, method: &str, era: Era, outcome: Result<rounds::Finished, ErrorObject>, admitted: Option<Permit>) {
+    async fn reply(&self, dest: &Dest, id: &Id, method: &Method, era: Era, outcome: Result<Reply, McpError>, admitted: Option<Permit>) {
         match outcome {
-            Ok(mut finished) => {
-                let revision = match era {
-                    Era::Legacy { version } => version,
-                    Era::Modern { .. } => Revision::V2026_07_28,
-                };
-                shape::shape(&mut finished.result, method, revision);
-                let line = jsonrpc::result_line(id, &methods::decorate(finished.result, era, finished.cache));
-                self.deliver(dest, line, None, admitted).await;
+            Ok(reply) => self.deliver(dest, reply.into_line(id, method, era), None, admitted).await,
+            Err(error) => {
+                let error = error.to_wire(Some(era.revision()));
+                self.deliver(dest, jsonrpc::error_line(Some(id), &error), Some(error.code), admitted).await;
             }
-            Err(error) => self.deliver(dest, jsonrpc::error_line(Some(id), &error), Some(error.code), admitted).await,
         }
     }
 
@@ -721,10 +572,10 @@ impl Session {
 /// What a request that panicked is answered with (`-32603`, nothing of the panic), after the
 /// panic is logged with the request and the method, escaped. Every request, local or served by a
 /// plugin or a listen stream, is answered through this when it panics.
-fn panicked(id: &Id, method: &str, panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+fn panicked(id: &Id, method: &str, panic: &(dyn std::any::Any + Send)) -> McpError {
     let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
     tracing::error!(request = %crate::escape::Escaped(&jsonrpc::shortened(&id.to_string())), method = %crate::escape::Escaped(&jsonrpc::shortened(method)), panic = %crate::escape::Escaped(&jsonrpc::shortened(&what)), "a request panicked");
-    ErrorObject::new(jsonrpc::INTERNAL_ERROR, "internal error")
+    McpError::internal()
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::{OutboundLimits, OutboundReceiver, Server, Session, outbound};
+use super::{OutboundLimits, OutboundReceiver, ServerState, Session, outbound};
 use crate::input::{InputMethod, InputRequest, InputRequired, Outcome, StateKey};
 use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, ListKind, LogLevel, Plugin, PluginError};
 use crate::protocol::{
@@ -386,13 +386,14 @@ impl Harness {
     }
 
     fn with_server(router: Router, limits: OutboundLimits, input_timeout: Duration, state_ttl: Duration) -> Harness {
-        let server = Server::with_limits(Arc::new(router), StateKey::random().expect("a key"), input_timeout, state_ttl);
+        let limits_of_server = super::ServerLimits { input_timeout, state_ttl, ..super::ServerLimits::default() };
+        let server = ServerState::with_limits(Arc::new(router), StateKey::random().expect("a key"), limits_of_server);
         let (tx, rx) = outbound(limits);
         Harness { session: Session::new(server, tx), rx }
     }
 
     /// Another channel of `server`.
-    fn on(server: Arc<Server>) -> Harness {
+    fn on(server: Arc<ServerState>) -> Harness {
         let (tx, rx) = outbound(OutboundLimits::default());
         Harness { session: Session::new(server, tx), rx }
     }
@@ -1056,7 +1057,7 @@ async fn stdio_serves_until_eof_and_returns_ok() {
     let router = Arc::new(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let serve = tokio::spawn(crate::transport::stdio::serve(Server::new(router, StateKey::random().expect("a key")), server_in, server_out));
+    let serve = tokio::spawn(crate::transport::stdio::serve(ServerState::new(router, StateKey::random().expect("a key")), server_in, server_out));
     client.write_all(b"\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n").await.expect("write");
     client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}\n").await.expect("write");
     drop(client);
@@ -1076,7 +1077,7 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
     let router = Arc::new(Router::new(vec![]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let serve = tokio::spawn(crate::transport::stdio::serve(Server::new(router, StateKey::random().expect("a key")), server_in, server_out));
+    let serve = tokio::spawn(crate::transport::stdio::serve(ServerState::new(router, StateKey::random().expect("a key")), server_in, server_out));
     let writer = tokio::spawn(async move {
         let chunk = vec![b'x'; 1 << 20];
         for _ in 0..17 {
@@ -1149,5 +1150,5 @@ fn a_tool_result_moved_into_json_is_the_json_it_serializes_to() {
         meta: raw(r#"{"m":"v"}"#),
     };
     let expected = serde_json::to_value(&result).expect("serializes");
-    assert_eq!(super::methods::call_result_json(result).expect("converts"), expected);
+    assert_eq!(crate::mcp::call_result_json(result).expect("converts"), expected);
 }

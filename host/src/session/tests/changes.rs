@@ -6,11 +6,11 @@ use super::*;
 use crate::session::{MAX_LISTENS, META_SUBSCRIPTION_ID, SERVER_BUSY};
 
 /// A server with the fake plugin, and the fake's state.
-fn served() -> (Arc<Server>, Arc<FakeState>) {
+fn served() -> (Arc<ServerState>, Arc<FakeState>) {
     let plugin = FakePlugin::new();
     let state = Arc::clone(&plugin.state);
     let router = Router::new(vec![RouterEntry::new(plugin, Prefix::Default)]).0;
-    (Server::new(Arc::new(router), StateKey::random().expect("a key")), state)
+    (ServerState::new(Arc::new(router), StateKey::random().expect("a key")), state)
 }
 
 fn legacy_call(id: u32, tool: &str, arguments: &str) -> String {
@@ -256,7 +256,7 @@ async fn a_change_that_would_take_another_plugins_name_is_refused_and_both_keep_
     let entries = vec![RouterEntry::new(plugin, Prefix::Default), RouterEntry::new(Arc::new(Squatter), Prefix::None)];
     let (router, problems) = Router::new(entries);
     assert!(problems.is_empty());
-    let mut h = Harness::on(Server::new(Arc::new(router), StateKey::random().expect("a key")));
+    let mut h = Harness::on(ServerState::new(Arc::new(router), StateKey::random().expect("a key")));
     h.initialize("2025-11-25").await;
 
     // `fake` sorts first: its new `fake_fresh` would push the squatter out.

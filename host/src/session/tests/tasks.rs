@@ -208,7 +208,7 @@ async fn a_legacy_client_asks_for_a_task_lists_it_and_waits_for_its_result() {
 #[tokio::test]
 async fn legacy_tasks_are_the_sessions_own_and_follow_each_tools_task_support() {
     let plugin = FakePlugin::new();
-    let server = Server::new(Arc::new(Router::new(vec![RouterEntry::new(plugin, Prefix::Default)]).0), StateKey::random().expect("a key"));
+    let server = ServerState::new(Arc::new(Router::new(vec![RouterEntry::new(plugin, Prefix::Default)]).0), StateKey::random().expect("a key"));
     let mut h = Harness::on(Arc::clone(&server));
     h.initialize("2025-11-25").await;
     assert_eq!(h.ask(&legacy_task_call(1, "fake_echo", r#"{"text":"x"}"#)).await["error"]["code"], -32601, "echo does not run as a task");
@@ -341,13 +341,13 @@ impl Faults {
     }
 
     /// A server with plugins of these ids.
-    fn served(ids: &[&'static str]) -> Arc<Server> {
+    fn served(ids: &[&'static str]) -> Arc<ServerState> {
         Faults::serve(ids.iter().map(|id| Faults::new(id)).collect())
     }
 
-    fn serve(plugins: Vec<Arc<Faults>>) -> Arc<Server> {
+    fn serve(plugins: Vec<Arc<Faults>>) -> Arc<ServerState> {
         let entries = plugins.into_iter().map(|plugin| RouterEntry::new(plugin, Prefix::Default)).collect();
-        Server::new(Arc::new(Router::new(entries).0), StateKey::random().expect("a key"))
+        ServerState::new(Arc::new(Router::new(entries).0), StateKey::random().expect("a key"))
     }
 }
 
@@ -452,7 +452,7 @@ async fn a_legacy_task_whose_plugin_crashed_or_hit_a_limit_fails_and_its_result_
 }
 
 /// A channel of `server` whose requests come from the client at `address`.
-fn client_at(server: &Arc<Server>, address: &str) -> Harness {
+fn client_at(server: &Arc<ServerState>, address: &str) -> Harness {
     let (tx, rx) = outbound(OutboundLimits::default());
     Harness { session: Session::stateless_from(Arc::clone(server), tx, address), rx }
 }

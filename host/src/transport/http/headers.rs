@@ -15,7 +15,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, shortened};
-use crate::session::{HeaderParam, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, Server};
+use crate::session::{HeaderParam, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, ServerState};
 
 /// MCP error: a request header does not match its body (HTTP 400).
 pub(super) const HEADER_MISMATCH: i64 = -32020;
@@ -25,7 +25,7 @@ const METHOD: &str = "mcp-method";
 const NAME: &str = "mcp-name";
 
 /// Checks the headers of one 2026-07-28 request (`message` is its JSON-RPC object).
-pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, server: &Server) -> Result<(), ErrorObject> {
+pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, server: &ServerState) -> Result<(), ErrorObject> {
     let Some(method) = message.get("method").and_then(Value::as_str) else { return Ok(()) };
     let params = message.get("params").and_then(Value::as_object);
     let Some(meta) = params.and_then(|p| p.get("_meta")).and_then(Value::as_object) else { return Ok(()) };
@@ -138,8 +138,8 @@ mod tests {
         result.err().map(|e| e.code)
     }
 
-    fn server() -> std::sync::Arc<Server> {
-        Server::new(std::sync::Arc::new(crate::router::Router::new(Vec::new()).0), crate::input::StateKey::random().expect("a key"))
+    fn server() -> std::sync::Arc<ServerState> {
+        ServerState::new(std::sync::Arc::new(crate::router::Router::new(Vec::new()).0), crate::input::StateKey::random().expect("a key"))
     }
 
     #[test]

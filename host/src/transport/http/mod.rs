@@ -46,7 +46,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::session::Server;
+use crate::session::ServerState;
 
 pub use guard::{AccessError, AccessPolicy, BearerToken, TokenError};
 pub use peers::PeerLimits;
@@ -132,7 +132,7 @@ pub struct HttpOptions {
     /// How much of the listener one client may hold.
     pub peers: PeerLimits,
     /// The process's memory budget for what clients make the host hold (the one the
-    /// sessions' `Server` charges too).
+    /// sessions' `ServerState` charges too).
     pub budget: Arc<Budget>,
 }
 
@@ -149,7 +149,7 @@ impl HttpOptions {
 /// What every handler shares.
 struct Shared {
     /// Set once the plugins are loaded; `/mcp`, `/sse` and `/ws` answer 503 before that.
-    server: OnceLock<Arc<Server>>,
+    server: OnceLock<Arc<ServerState>>,
     sessions: SessionTable,
     options: HttpOptions,
     /// Cancelled when shutdown begins: streams end, new requests are refused.
@@ -189,7 +189,7 @@ impl Shared {
 }
 
 impl Shared {
-    fn server(&self) -> Result<Arc<Server>, axum::response::Response> {
+    fn server(&self) -> Result<Arc<ServerState>, axum::response::Response> {
         if self.shutdown.is_cancelled() {
             return Err(plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down"));
         }
@@ -211,7 +211,7 @@ pub struct Readiness {
 
 impl Readiness {
     /// From now on `/readyz` answers 200 and requests are served by `server`.
-    pub fn serve(&self, server: Arc<Server>) {
+    pub fn serve(&self, server: Arc<ServerState>) {
         let _ = self.shared.server.set(server);
     }
 }

@@ -32,7 +32,7 @@ use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
 use crate::jsonrpc;
 use crate::revision::Revision;
-use crate::session::{Frame, FrameKind, OutboundLimits, OutboundReceiver, SERVER_BUSY, Server, Session, is_modern, outbound_charged};
+use crate::session::{Frame, FrameKind, OutboundLimits, OutboundReceiver, SERVER_BUSY, ServerState, Session, is_modern, outbound_charged};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -177,7 +177,7 @@ async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
 /// A stateless 2026-07-28 request.
 /// `client` is who sent it: its tasks count against that client's quota, and a listen
 /// request holds one of its stream shares.
-async fn stateless(shared: &Arc<Shared>, server: Arc<Server>, headers: &HeaderMap, value: Value, accepts: Accepts, client: ClientKey) -> Response {
+async fn stateless(shared: &Arc<Shared>, server: Arc<ServerState>, headers: &HeaderMap, value: Value, accepts: Accepts, client: ClientKey) -> Response {
     if let Some(message) = value.as_object()
         && let Err(error) = headers::check(headers, message, &server)
     {

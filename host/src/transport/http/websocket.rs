@@ -32,7 +32,7 @@ use super::streamable::SESSION_QUEUE;
 use super::ws_frames::{MessageWatch, Watched};
 use super::{ConnectionHeld, Shared};
 use crate::jsonrpc::{self, ErrorObject};
-use crate::session::{Server, Session, outbound_charged};
+use crate::session::{ServerState, Session, outbound_charged};
 
 const SUBPROTOCOL: &str = "mcp";
 /// How long the writer may take to flush and close once the session is done.
@@ -114,7 +114,7 @@ fn next_wait(silence: Duration, message_deadline: Duration, watch: &MessageWatch
     }
 }
 
-async fn serve<T>(shared: Arc<Shared>, server: Arc<Server>, socket: WebSocketStream<T>, watch: Arc<MessageWatch>)
+async fn serve<T>(shared: Arc<Shared>, server: Arc<ServerState>, socket: WebSocketStream<T>, watch: Arc<MessageWatch>)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
 
-use crate::session::{Frame, OutboundLimits, OutboundReceiver, Server, Session, outbound_charged};
+use crate::session::{Frame, OutboundLimits, OutboundReceiver, ServerState, Session, outbound_charged};
 
 mod reactor_fd;
 
@@ -95,7 +95,7 @@ impl Splitter {
 
 /// Serves one session over the process's stdin and stdout until stdin ends: on the runtime's
 /// workers where the reactor can poll both, else on two blocking threads.
-pub async fn serve_process(server: Arc<Server>) -> std::io::Result<()> {
+pub async fn serve_process(server: Arc<ServerState>) -> std::io::Result<()> {
     use std::os::fd::AsFd;
     let stdin = ReactorFd::new(std::io::stdin().as_fd(), tokio::io::Interest::READABLE);
     let stdout = ReactorFd::new(std::io::stdout().as_fd(), tokio::io::Interest::WRITABLE);
@@ -124,7 +124,7 @@ pub async fn serve_process(server: Arc<Server>) -> std::io::Result<()> {
 
 /// Serves one session over the process's stdin and stdout with a blocking reader thread and a
 /// blocking writer thread.
-async fn serve_on_threads(server: Arc<Server>) -> std::io::Result<()> {
+async fn serve_on_threads(server: Arc<ServerState>) -> std::io::Result<()> {
     let (lines_tx, lines_rx) = mpsc::channel(READ_AHEAD);
     std::thread::Builder::new().name("paddock-stdin".into()).spawn(move || {
         let stdin = std::io::stdin();
@@ -201,7 +201,7 @@ enum WriterEnd {
 }
 
 /// Serves one session over `input`/`output` until `input` ends.
-pub async fn serve<R, W>(server: Arc<Server>, input: R, output: W) -> std::io::Result<()>
+pub async fn serve<R, W>(server: Arc<ServerState>, input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -209,7 +209,7 @@ where
     serve_io(server, input, output).await.map(|_| ())
 }
 
-async fn serve_io<R, W>(server: Arc<Server>, mut input: R, output: W) -> std::io::Result<WriterEnd>
+async fn serve_io<R, W>(server: Arc<ServerState>, mut input: R, output: W) -> std::io::Result<WriterEnd>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,

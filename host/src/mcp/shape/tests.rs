@@ -5,7 +5,7 @@ use serde_json::json;
 use super::*;
 
 fn shaped(method: &str, version: &str, mut result: Value) -> Value {
-    shape(&mut result, method, version.parse().expect("a revision"));
+    shape(&mut result, &Method::parse(method), version.parse().expect("a revision"));
     result
 }
 

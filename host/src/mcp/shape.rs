@@ -8,17 +8,19 @@
 
 use serde_json::{Map, Value, json};
 
+use super::lists::ListMethod;
+use super::request::Method;
 use crate::revision::Revision;
 
 /// Shapes the result of `method` for `revision`, in place.
-pub(crate) fn shape(result: &mut Value, method: &str, revision: Revision) {
-    if revision == Revision::V2026_07_28 && method != "tools/list" {
+pub(crate) fn shape(result: &mut Value, method: &Method, revision: Revision) {
+    if revision == Revision::V2026_07_28 && *method != Method::List(ListMethod::Tools) {
         return;
     }
     let Value::Object(result) = result else { return };
     match method {
-        "tools/list" => each(result, "tools", |tool| shape_tool(tool, revision)),
-        "prompts/list" => each(result, "prompts", |prompt| {
+        Method::List(ListMethod::Tools) => each(result, "tools", |tool| shape_tool(tool, revision)),
+        Method::List(ListMethod::Prompts) => each(result, "prompts", |prompt| {
             described(prompt, revision);
             if revision < Revision::V2025_06_18
                 && let Some(Value::Array(arguments)) = prompt.get_mut("arguments")
@@ -28,21 +30,21 @@ pub(crate) fn shape(result: &mut Value, method: &str, revision: Revision) {
                 }
             }
         }),
-        "resources/list" => each(result, "resources", |resource| {
+        Method::List(ListMethod::Resources) => each(result, "resources", |resource| {
             described(resource, revision);
             annotations(resource, revision);
         }),
-        "resources/templates/list" => each(result, "resourceTemplates", |template| {
+        Method::List(ListMethod::ResourceTemplates) => each(result, "resourceTemplates", |template| {
             described(template, revision);
             annotations(template, revision);
         }),
-        "tools/call" => shape_call_result(result, revision),
-        "prompts/get" => each(result, "messages", |message| {
+        Method::CallTool => shape_call_result(result, revision),
+        Method::GetPrompt => each(result, "messages", |message| {
             if let Some(content) = message.get_mut("content") {
                 *content = shape_block(std::mem::take(content), revision);
             }
         }),
-        "resources/read" if revision < Revision::V2025_06_18 => {
+        Method::ReadResource if revision < Revision::V2025_06_18 => {
             result.remove("_meta");
             each(result, "contents", |contents| {
                 contents.remove("_meta");

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::server::Change;
-use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, Id, notification_line};
+use super::error::McpError;
+use super::state::Change;
+use crate::jsonrpc::{Id, notification_line};
 use crate::plugin::ListKind;
 use crate::router::Router;
 use crate::router::template::MAX_URI_BYTES;
@@ -27,7 +28,7 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// What a follower wants to hear about.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Filter {
+pub struct Filter {
     lists: BTreeSet<ListKind>,
     resources: BTreeSet<String>,
     /// 2026-07-28 tasks whose changes are wanted (the tasks extension's `taskIds`).
@@ -36,7 +37,7 @@ pub(crate) struct Filter {
 
 impl Filter {
     /// A legacy session: every list change, and no resource until it subscribes.
-    pub(crate) fn legacy() -> Filter {
+    pub fn legacy() -> Filter {
         Filter { lists: ListKind::ALL.into_iter().collect(), ..Filter::default() }
     }
 
@@ -44,9 +45,9 @@ impl Filter {
     /// honoured (and so left out of the acknowledgement); fields other than these are ignored.
     /// `taskIds` needs the tasks extension (`tasks_declared`); unknown task ids are honoured, as
     /// ids are unguessable and a task may be followed from its creation.
-    pub(crate) fn listen(params: Option<&Map<String, Value>>, router: &Router, tasks_declared: bool) -> Result<Filter, ErrorObject> {
+    pub fn listen(params: Option<&Map<String, Value>>, router: &Router, tasks_declared: bool) -> Result<Filter, McpError> {
         let Some(asked) = params.and_then(|p| p.get("notifications")).and_then(Value::as_object) else {
-            return Err(ErrorObject::new(INVALID_PARAMS, "`notifications` must be an object saying what to listen for"));
+            return Err(McpError::InvalidParams("`notifications` must be an object saying what to listen for".to_owned()));
         };
         let mut filter = Filter::default();
         for (field, kind) in [("toolsListChanged", ListKind::Tools), ("resourcesListChanged", ListKind::Resources), ("promptsListChanged", ListKind::Prompts)] {
@@ -55,25 +56,25 @@ impl Filter {
                 Some(Value::Bool(true)) => {
                     filter.lists.insert(kind);
                 }
-                Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`notifications.{field}` must be a boolean"))),
+                Some(_) => return Err(McpError::InvalidParams(format!("`notifications.{field}` must be a boolean"))),
             }
         }
         match asked.get("resourceSubscriptions") {
             None => {}
             Some(Value::Array(uris)) => {
                 if uris.len() > MAX_RESOURCE_SUBSCRIPTIONS {
-                    return Err(ErrorObject::new(INVALID_PARAMS, format!("at most {MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions per listen request")));
+                    return Err(McpError::InvalidParams(format!("at most {MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions per listen request")));
                 }
                 for uri in uris {
                     let Some(uri) = uri.as_str() else {
-                        return Err(ErrorObject::new(INVALID_PARAMS, "`notifications.resourceSubscriptions` must be a list of URIs"));
+                        return Err(McpError::InvalidParams("`notifications.resourceSubscriptions` must be a list of URIs".to_owned()));
                     };
                     if router.resource_owner(uri).is_some() {
                         filter.resources.insert(uri.to_owned());
                     }
                 }
             }
-            Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "`notifications.resourceSubscriptions` must be a list of URIs")),
+            Some(_) => return Err(McpError::InvalidParams("`notifications.resourceSubscriptions` must be a list of URIs".to_owned())),
         }
         match asked.get("taskIds") {
             None => {}
@@ -82,35 +83,31 @@ impl Filter {
                 filter.tasks.extend(ids.iter().filter_map(Value::as_str).map(str::to_owned));
             }
             Some(_) => {
-                return Err(ErrorObject::new(
-                    INVALID_PARAMS,
-                    format!("`notifications.taskIds` must be a list of at most {MAX_RESOURCE_SUBSCRIPTIONS} task ids"),
-                ));
+                return Err(McpError::InvalidParams(format!("`notifications.taskIds` must be a list of at most {MAX_RESOURCE_SUBSCRIPTIONS} task ids")));
             }
         }
         Ok(filter)
     }
 
     /// Follows `uri` too (a legacy `resources/subscribe`).
-    pub(crate) fn subscribe(&mut self, uri: &str, router: &Router) -> Result<(), ErrorObject> {
+    pub fn subscribe(&mut self, uri: &str, router: &Router) -> Result<(), McpError> {
         if uri.len() > MAX_URI_BYTES || router.resource_owner(uri).is_none() {
-            let shown = crate::jsonrpc::shortened(uri);
-            return Err(ErrorObject::new(super::methods::RESOURCE_NOT_FOUND, format!("resource not found: `{shown}`")).with_data(json!({"uri": shown})));
+            return Err(McpError::UnknownResource { uri: uri.to_owned() });
         }
         if self.resources.len() >= MAX_RESOURCE_SUBSCRIPTIONS && !self.resources.contains(uri) {
-            return Err(ErrorObject::new(INVALID_PARAMS, format!("at most {MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions per session")));
+            return Err(McpError::InvalidParams(format!("at most {MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions per session")));
         }
         self.resources.insert(uri.to_owned());
         Ok(())
     }
 
     /// Stops following `uri` (a legacy `resources/unsubscribe`; unknown URIs are fine).
-    pub(crate) fn unsubscribe(&mut self, uri: &str) {
+    pub fn unsubscribe(&mut self, uri: &str) {
         self.resources.remove(uri);
     }
 
     /// What the server agreed to, as the acknowledgement's `notifications`.
-    pub(crate) fn honoured(&self) -> Value {
+    pub fn honoured(&self) -> Value {
         let mut honoured = Map::new();
         for (field, kind) in [("toolsListChanged", ListKind::Tools), ("resourcesListChanged", ListKind::Resources), ("promptsListChanged", ListKind::Prompts)] {
             if self.lists.contains(&kind) {
@@ -128,7 +125,7 @@ impl Filter {
 
     /// The notification `change` becomes for this follower, if it wants it. `tag` is the listen
     /// request's id (none on a legacy session).
-    pub(crate) fn line_for(&self, change: &Change, tag: Option<&Id>) -> Option<String> {
+    pub fn line_for(&self, change: &Change, tag: Option<&Id>) -> Option<String> {
         let mut params = match change {
             Change::Task { id, detail } if self.tasks.contains(id.as_ref()) => match detail.as_ref() {
                 Value::Object(task) => task.clone(),
@@ -154,7 +151,7 @@ impl Filter {
     }
 
     /// What a follower that fell behind the feed is told: everything it follows may have changed.
-    pub(crate) fn catch_up(&self, tag: Option<&Id>) -> Vec<String> {
+    pub fn catch_up(&self, tag: Option<&Id>) -> Vec<String> {
         let lists = self.lists.iter().map(|kind| Change::List(*kind));
         let resources = self.resources.iter().map(|uri| Change::Resource(Arc::from(uri.as_str())));
         lists.chain(resources).filter_map(|change| self.line_for(&change, tag)).collect()
@@ -171,17 +168,17 @@ fn covers(followed: &str, updated: &str) -> bool {
 }
 
 /// The acknowledgement a listen request gets before anything else.
-pub(crate) fn acknowledgement(filter: &Filter, tag: &Id) -> String {
+pub fn acknowledgement(filter: &Filter, tag: &Id) -> String {
     notification_line("notifications/subscriptions/acknowledged", json!({"_meta": {META_SUBSCRIPTION_ID: tag.to_value()}, "notifications": filter.honoured()}))
 }
 
 /// The result that ends a listen request the server tears down (at the end of input).
-pub(crate) fn closing_result(tag: &Id) -> Value {
+pub fn closing_result(tag: &Id) -> Value {
     json!({"_meta": {META_SUBSCRIPTION_ID: tag.to_value()}})
 }
 
 /// What one receive from the change feed gives a follower: lines to queue, or the end.
-pub(crate) fn lines_from(received: Result<Change, RecvError>, filter: &Filter, tag: Option<&Id>) -> Option<Vec<String>> {
+pub fn lines_from(received: Result<Change, RecvError>, filter: &Filter, tag: Option<&Id>) -> Option<Vec<String>> {
     match received {
         Ok(change) => Some(filter.line_for(&change, tag).into_iter().collect()),
         Err(RecvError::Lagged(missed)) => {

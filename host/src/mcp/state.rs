@@ -1,7 +1,7 @@
-//! `Server`: what every session of one `paddock` process shares: the router (swapped whole when
-//! a plugin's lists change), the feed of changes every session listens to, the key that seals
-//! 2026-07-28 request states, the tasks, and how long a legacy session waits for its client's
-//! answers.
+//! `ServerState`: what every session of one `paddock` process shares: the router (swapped whole
+//! when a plugin's lists change), the feed of changes every session listens to, the key that
+//! seals 2026-07-28 request states, the tasks, the memory budget, and the time limits of
+//! requests that wait (`ServerLimits`).
 //!
 //! A plugin announces a list change from inside one of its calls. The server then reads that
 //! plugin's lists again in a fresh instance, under the load-time validation, plans every plugin's
@@ -31,7 +31,7 @@ const CHANGE_FEED: usize = 256;
 
 /// Something clients may hear about, once the server has taken it in.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Change {
+pub enum Change {
     /// A list changed; the router already serves the new one.
     List(ListKind),
     /// A resource's contents changed (announced by the plugin serving it).
@@ -48,9 +48,28 @@ struct Reload {
     running: bool,
 }
 
+/// The time limits of requests that wait on a client or on a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// How long a legacy session waits for its client to answer one round of input requests, and
+    /// a 2026-07-28 task for `tasks/update`.
+    pub input_timeout: Duration,
+    /// How long a sealed 2026-07-28 request state may be answered.
+    pub state_ttl: Duration,
+    /// How long the first run of a call that may become a 2026-07-28 task runs before the call
+    /// becomes a task.
+    pub task_after: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits { input_timeout: DEFAULT_INPUT_TIMEOUT, state_ttl: crate::input::seal::STATE_TTL, task_after: super::task_calls::TASK_AFTER }
+    }
+}
+
 /// Shared by every session of the process.
 #[derive(Debug)]
-pub struct Server {
+pub struct ServerState {
     router: RwLock<Arc<Router>>,
     /// Held while a new router is planned and swapped in, so two reloads never lose each other's change.
     swapping: Mutex<()>,
@@ -58,44 +77,41 @@ pub struct Server {
     changes: broadcast::Sender<Change>,
     pub(crate) tasks: crate::tasks::TaskStore,
     pub(crate) state_key: StateKey,
-    pub(crate) input_timeout: Duration,
-    pub(crate) state_ttl: Duration,
+    pub(crate) limits: ServerLimits,
     /// The process's memory budget for what clients make the host hold.
     pub(crate) budget: Arc<crate::budget::Budget>,
 }
 
-impl Server {
+impl ServerState {
     /// The process's memory budget for what clients make the host hold.
     pub fn budget(&self) -> &Arc<crate::budget::Budget> {
         &self.budget
     }
 
-    /// A server for `router`, sealing request states with `state_key`.
-    pub fn new(router: Arc<Router>, state_key: StateKey) -> Arc<Server> {
-        Server::with_limits(router, state_key, DEFAULT_INPUT_TIMEOUT, crate::input::seal::STATE_TTL)
+    /// The state of a server for `router`, sealing request states with `state_key`.
+    pub fn new(router: Arc<Router>, state_key: StateKey) -> Arc<ServerState> {
+        ServerState::with_limits(router, state_key, ServerLimits::default())
     }
 
-    /// A server with its own limits on waiting for a legacy client's answers and on how long a
-    /// sealed request state may be answered.
-    pub fn with_limits(router: Arc<Router>, state_key: StateKey, input_timeout: Duration, state_ttl: Duration) -> Arc<Server> {
-        Server::build(router, state_key, input_timeout, state_ttl, crate::budget::Budget::unlimited())
+    /// With its own time limits.
+    pub fn with_limits(router: Arc<Router>, state_key: StateKey, limits: ServerLimits) -> Arc<ServerState> {
+        ServerState::build(router, state_key, limits, crate::budget::Budget::unlimited())
     }
 
     /// A server whose sessions charge what they hold for clients to `budget`.
-    pub fn with_budget(router: Arc<Router>, state_key: StateKey, budget: Arc<crate::budget::Budget>) -> Arc<Server> {
-        Server::build(router, state_key, DEFAULT_INPUT_TIMEOUT, crate::input::seal::STATE_TTL, budget)
+    pub fn with_budget(router: Arc<Router>, state_key: StateKey, budget: Arc<crate::budget::Budget>) -> Arc<ServerState> {
+        ServerState::build(router, state_key, ServerLimits::default(), budget)
     }
 
-    fn build(router: Arc<Router>, state_key: StateKey, input_timeout: Duration, state_ttl: Duration, budget: Arc<crate::budget::Budget>) -> Arc<Server> {
-        Arc::new(Server {
+    fn build(router: Arc<Router>, state_key: StateKey, limits: ServerLimits, budget: Arc<crate::budget::Budget>) -> Arc<ServerState> {
+        Arc::new(ServerState {
             router: RwLock::new(router),
             swapping: Mutex::new(()),
             reloads: Mutex::new(HashMap::new()),
             changes: broadcast::channel(CHANGE_FEED).0,
             tasks: crate::tasks::TaskStore::with_budget(Arc::clone(&budget)),
             state_key,
-            input_timeout,
-            state_ttl,
+            limits,
             budget,
         })
     }

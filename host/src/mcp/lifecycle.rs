@@ -1,9 +1,10 @@
 //! Protocol versions and eras: legacy `initialize` negotiation (2024-11-05 … 2025-11-25) and
-//! the per-request `_meta` of 2026-07-28, with `server/discover` and its validation errors.
+//! the per-request `_meta` of 2026-07-28, with `server/discover` and its validation errors, and
+//! the results that describe the server (`initialize`, `server/discover`).
 
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use super::error::McpError;
 use crate::revision::Revision;
 use crate::router::Router;
 
@@ -22,8 +23,6 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// `_meta` key relating a message to a task (2025-11-25).
 pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-/// Unsupported protocol version (2026-07-28).
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The revision a legacy `initialize` settles on: the client's when served, else the latest.
 pub fn negotiate(requested: Option<&str>) -> Revision {
@@ -47,29 +46,47 @@ pub fn meta(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> 
 
 /// Validates a modern request's `_meta`: protocol version present and supported, client
 /// capabilities present and an object. `clientInfo` is optional.
-pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<Revision, ErrorObject> {
-    let meta = meta(params)
-        .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing `_meta` with `{META_PROTOCOL_VERSION}` and `{META_CLIENT_CAPABILITIES}`")))?;
+pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<Revision, McpError> {
+    let meta =
+        meta(params).ok_or_else(|| McpError::InvalidParams(format!("missing `_meta` with `{META_PROTOCOL_VERSION}` and `{META_CLIENT_CAPABILITIES}`")))?;
     let requested = match meta.get(META_PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.as_str(),
-        Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, format!("`_meta.{META_PROTOCOL_VERSION}` must be a string"))),
-        None => return Err(ErrorObject::new(INVALID_PARAMS, format!("missing `_meta.{META_PROTOCOL_VERSION}`"))),
+        Some(_) => return Err(McpError::InvalidParams(format!("`_meta.{META_PROTOCOL_VERSION}` must be a string"))),
+        None => return Err(McpError::InvalidParams(format!("missing `_meta.{META_PROTOCOL_VERSION}`"))),
     };
-    let version = Revision::stateless(requested).ok_or_else(|| {
-        let requested = crate::jsonrpc::shortened(requested);
-        ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, format!("unsupported protocol version `{requested}`"))
-            .with_data(json!({"supported": names(&Revision::STATELESS), "requested": requested}))
-    })?;
+    let version = Revision::stateless(requested).ok_or_else(|| McpError::UnsupportedVersion { requested: requested.to_owned() })?;
     match meta.get(META_CLIENT_CAPABILITIES) {
         Some(Value::Object(_)) => Ok(version),
-        Some(_) => Err(ErrorObject::new(INVALID_PARAMS, format!("`_meta.{META_CLIENT_CAPABILITIES}` must be an object"))),
-        None => Err(ErrorObject::new(INVALID_PARAMS, format!("missing `_meta.{META_CLIENT_CAPABILITIES}`"))),
+        Some(_) => Err(McpError::InvalidParams(format!("`_meta.{META_CLIENT_CAPABILITIES}` must be an object"))),
+        None => Err(McpError::InvalidParams(format!("missing `_meta.{META_CLIENT_CAPABILITIES}`"))),
     }
 }
 
-/// Methods that 2026-07-28 removed; a modern request for them is an unknown method.
-pub fn removed_in_modern(method: &str) -> bool {
-    matches!(method, "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" | "notifications/initialized")
+/// The server's name and version.
+pub(super) fn server_info() -> Value {
+    json!({"name": "paddock", "title": "Paddock", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The result of a legacy `initialize` settled on `version`.
+pub(super) fn initialize_result(router: &Router, version: Revision) -> Value {
+    let mut result = json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": capabilities(router, Some(version)),
+        "serverInfo": server_info(),
+    });
+    if let Some(instructions) = router.instructions() {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+/// The result of `server/discover`.
+pub(super) fn discover_result(router: &Router) -> Value {
+    let mut result = json!({"supportedVersions": names(&Revision::STATELESS), "capabilities": capabilities(router, None)});
+    if let Some(instructions) = router.instructions() {
+        result["instructions"] = json!(instructions);
+    }
+    result
 }
 
 /// The capabilities of what is being served, in either era. Tools, resources and prompts are

@@ -1,0 +1,82 @@
+//! The list methods: one page of tools, prompts, resources or resource templates from the
+//! scope's router, and the cache hint a 2026-07-28 list result carries.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::error::McpError;
+use super::reply::{Reply, to_json};
+use crate::plugin::ListCacheHints;
+use crate::protocol::{CacheHint, CacheScope};
+use crate::router::{Named, Router};
+
+/// A list a plugin gave no cache hint for may not be reused: it can change at any time.
+const LIST_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
+
+/// Which list a list method reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMethod {
+    Tools,
+    Prompts,
+    Resources,
+    ResourceTemplates,
+}
+
+impl ListMethod {
+    /// The method's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListMethod::Tools => "tools/list",
+            ListMethod::Prompts => "prompts/list",
+            ListMethod::Resources => "resources/list",
+            ListMethod::ResourceTemplates => "resources/templates/list",
+        }
+    }
+
+    fn hint(self, hints: &ListCacheHints) -> Option<CacheHint> {
+        match self {
+            ListMethod::Tools => hints.tools,
+            ListMethod::Prompts => hints.prompts,
+            ListMethod::Resources => hints.resources,
+            ListMethod::ResourceTemplates => hints.resource_templates,
+        }
+    }
+}
+
+/// One page of `list`, with its cache hint.
+pub(super) fn serve(router: &Router, list: ListMethod, cursor: Option<&str>) -> Result<Reply, McpError> {
+    let result = match list {
+        ListMethod::Tools => page(router, router.tools(), cursor, "tools"),
+        ListMethod::Prompts => page(router, router.prompts(), cursor, "prompts"),
+        ListMethod::Resources => page(router, router.resources(), cursor, "resources"),
+        ListMethod::ResourceTemplates => page(router, router.resource_templates(), cursor, "resourceTemplates"),
+    }?;
+    Ok(Reply::cached(result, cache(router, list)))
+}
+
+fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>, field: &str) -> Result<Value, McpError> {
+    let page = router.page(items, cursor)?;
+    let mut result = Map::new();
+    result.insert(field.into(), to_json(page.items)?);
+    if let Some(next) = page.next_cursor {
+        result.insert("nextCursor".into(), json!(next));
+    }
+    Ok(Value::Object(result))
+}
+
+/// The cache hint of a list: what the plugins said (the shortest time, and `private` if any
+/// plugin's list is), or not reusable when a plugin said nothing.
+fn cache(router: &Router, list: ListMethod) -> CacheHint {
+    let mut hint = CacheHint { ttl_ms: u64::MAX, scope: CacheScope::Public };
+    for entry in router.served() {
+        let own = list.hint(&entry.catalog.cache).unwrap_or(LIST_DEFAULT_CACHE);
+        hint.ttl_ms = hint.ttl_ms.min(own.ttl_ms);
+        if own.scope == CacheScope::Private {
+            hint.scope = CacheScope::Private;
+        }
+    }
+    if hint.ttl_ms == u64::MAX {
+        hint.ttl_ms = 0;
+    }
+    hint
+}

@@ -1,0 +1,110 @@
+//! The typed MCP layer: a request's method read once (`Method`), its params parsed once for its
+//! era (`Request`), served in one `Scope` fixed at admission, by one dispatcher whose handlers
+//! (one module per family of methods) return `Result<Reply, McpError>`. `McpError::to_wire` is
+//! the one table from errors to JSON-RPC per revision; `Reply::into_line` the one place a result
+//! is finished for its revision.
+//!
+//! This layer knows no channel: it reaches the client through the scope's `Client` handle,
+//! which the session implements (sessions, batches, admission and the reply queue are the
+//! session's). Below it: the router, the task store, the input model.
+
+mod calls;
+mod error;
+mod lifecycle;
+mod lists;
+mod notifier;
+mod reply;
+mod request;
+mod scope;
+mod shape;
+mod state;
+mod subscriptions;
+mod task_calls;
+
+use serde_json::{Map, Value, json};
+
+pub use calls::{AskFailure, legacy_params};
+pub use error::{MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, RESOURCE_NOT_FOUND, SERVER_BUSY, UNSUPPORTED_PROTOCOL_VERSION};
+pub use lifecycle::{
+    META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_RELATED_TASK, TASKS_EXTENSION, is_modern, meta, negotiate, validate_modern,
+};
+pub use lists::ListMethod;
+pub use notifier::{Notifier, forward};
+pub use reply::Reply;
+pub use request::{Method, Request};
+pub use scope::{Client, Scope};
+pub use state::{Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState};
+pub use subscriptions::{Filter, MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID, acknowledgement, closing_result, lines_from};
+pub use task_calls::{TASK_AFTER, declares_extension};
+
+#[cfg(test)]
+pub(crate) use reply::call_result_json;
+
+use crate::plugin::LogLevel;
+use crate::protocol::{CacheHint, CacheScope};
+use crate::revision::Revision;
+
+/// Rounds of input one request may go through before it is stopped.
+pub const MAX_ROUNDS: usize = 8;
+/// `server/discover` describes what is served; it changes when the plugins' lists do.
+const DISCOVER_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
+
+/// The protocol era and settings a request is served under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// A legacy session at the negotiated version.
+    Legacy { version: Revision },
+    /// A stateless 2026-07-28 request, with the log level it opted in to.
+    Modern { log_level: Option<LogLevel> },
+}
+
+impl Era {
+    /// The revision a request of this era is served under.
+    pub fn revision(self) -> Revision {
+        match self {
+            Era::Legacy { version } => version,
+            Era::Modern { .. } => Revision::V2026_07_28,
+        }
+    }
+}
+
+/// Serves one request in its scope: what this era or client lacks is refused before its params
+/// are read, then the params are parsed once and the request goes to its handler.
+pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
+    let design = match method {
+        Method::TasksGet | Method::TasksList | Method::TasksCancel | Method::TasksUpdate | Method::TasksResult => Some(task_calls::design(method, scope)?),
+        _ => None,
+    };
+    match Request::parse(method.clone(), params, scope.era)? {
+        Request::Initialize => Ok(Reply::new(lifecycle::initialize_result(&scope.router, scope.revision()))),
+        Request::Ping => Ok(Reply::new(json!({}))),
+        Request::Discover => Ok(Reply::cached(lifecycle::discover_result(&scope.router), DISCOVER_CACHE)),
+        Request::List { list, cursor } => lists::serve(&scope.router, list, cursor.as_deref()),
+        Request::Call(call) => calls::serve(scope, call).await,
+        Request::Complete { target, argument, context } => {
+            let cx = scope.cx.clone().with_request(scope.context.clone());
+            let completion = scope.router.complete(&target, (&argument.0, &argument.1), context, &cx).await?;
+            Ok(Reply::new(json!({"completion": reply::to_json(&completion)?})))
+        }
+        Request::Subscribe { uri } => {
+            scope.client.follow(&uri, &scope.router)?;
+            Ok(Reply::new(json!({})))
+        }
+        Request::Unsubscribe { uri } => {
+            scope.client.unfollow(&uri);
+            Ok(Reply::new(json!({})))
+        }
+        Request::SetLogLevel(level) => {
+            scope.client.set_log_level(level);
+            Ok(Reply::new(json!({})))
+        }
+        Request::Task(request) => match design {
+            Some(design) => task_calls::serve(scope, design, request).await,
+            None => Err(McpError::internal()),
+        },
+        // What the panic guard of every request is tested with.
+        #[cfg(test)]
+        Request::Unknown(Method::Other(name)) if name == "test/panic" => panic!("a test asked this request to panic"),
+        Request::Unknown(method) => Err(McpError::no_method(method.name())),
+    }
+}

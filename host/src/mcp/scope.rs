@@ -1,0 +1,88 @@
+//! `Scope`: everything one request is served with, fixed when it is admitted and kept for its
+//! whole life (every round of input and every run of a task included): the router it started
+//! with, its era, the context its plugin sees, its call context, the server's shared state, and
+//! a handle on the client behind its channel.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use super::Era;
+use super::calls::AskFailure;
+use super::error::McpError;
+use super::lifecycle::{self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO};
+use super::state::ServerState;
+use crate::input::{ClientInfo, InputRequest, InputResponse, RequestContext};
+use crate::plugin::{CallContext, LogLevel};
+use crate::revision::Revision;
+use crate::router::Router;
+use crate::tasks::QuotaKey;
+
+/// The client behind a request's channel, as the MCP layer reaches it: what it declared, where
+/// its notifications go, the legacy session's own settings, and asking it for input.
+pub trait Client: Send + Sync {
+    /// The channel's id, unique in the process: the owner of the legacy tasks it creates.
+    fn session(&self) -> u64;
+    /// Whose quota the tasks created here count against.
+    fn quota(&self) -> QuotaKey;
+    /// What a legacy client declared at `initialize`: its capabilities and its info.
+    fn declared(&self) -> (Map<String, Value>, Option<ClientInfo>);
+    /// The legacy session's log level.
+    fn log_level(&self) -> LogLevel;
+    fn set_log_level(&self, level: LogLevel);
+    /// Follows the updates of `uri` (legacy `resources/subscribe`), if `router` serves it.
+    fn follow(&self, uri: &str, router: &Router) -> Result<(), McpError>;
+    fn unfollow(&self, uri: &str);
+    /// Queues a notification on the channel's own queue.
+    fn notify(&self, line: String);
+    /// Queues a notification about the request being served (on its own stream, when it has one).
+    fn notify_related(&self, line: String);
+    /// Asks the client one round of requests and waits for every answer (legacy sessions), under
+    /// the server's input timeout; `task` names the task the questions are for.
+    fn ask<'a>(&'a self, requests: &'a [InputRequest], cx: &'a CallContext, task: Option<&'a str>) -> BoxFuture<'a, Result<Vec<InputResponse>, AskFailure>>;
+}
+
+/// One request's scope.
+#[derive(Clone)]
+pub struct Scope {
+    /// The router the request started with: every step of it uses this one.
+    pub router: Arc<Router>,
+    pub era: Era,
+    /// What the request's plugin is told (protocol, client, `_meta`, caller).
+    pub context: RequestContext,
+    /// The request's cancellation and event channel.
+    pub cx: CallContext,
+    pub client: Arc<dyn Client>,
+    pub state: Arc<ServerState>,
+}
+
+impl Scope {
+    /// The scope of a request of `era` with `params`, served now.
+    pub fn new(state: &Arc<ServerState>, client: Arc<dyn Client>, era: Era, params: Option<&Map<String, Value>>, cx: CallContext) -> Scope {
+        let context = request_context(client.as_ref(), params, era);
+        Scope { router: state.router(), era, context, cx, client, state: Arc::clone(state) }
+    }
+
+    /// The revision the request is served under.
+    pub fn revision(&self) -> Revision {
+        self.era.revision()
+    }
+}
+
+/// The context a plugin is given for a request of `era`.
+fn request_context(client: &dyn Client, params: Option<&Map<String, Value>>, era: Era) -> RequestContext {
+    let meta = lifecycle::meta(params).cloned().unwrap_or_default();
+    let mut context = RequestContext::local(era.revision());
+    match era {
+        Era::Modern { .. } => {
+            context.client_capabilities = meta.get(META_CLIENT_CAPABILITIES).and_then(Value::as_object).cloned().unwrap_or_default();
+            context.client_info = RequestContext::client_info_from(meta.get(META_CLIENT_INFO));
+        }
+        Era::Legacy { .. } => (context.client_capabilities, context.client_info) = client.declared(),
+    }
+    context.has_progress_token = meta.get("progressToken").is_some_and(|t| t.is_string() || t.is_i64() || t.is_u64());
+    context.trace = RequestContext::trace_from(&meta);
+    context.meta = meta;
+    context
+}

@@ -1,0 +1,463 @@
+//! Tool calls that run as tasks, and the `tasks/*` methods, in both task designs.
+//!
+//! 2025-11-25 (experimental tasks): the client asks for a task with `task` on `tools/call`; the
+//! session creates it at once, answers `CreateTaskResult`, runs the call in the background
+//! (asking the client for input itself, as for any legacy call, with the task `input_required`
+//! meanwhile) and tells the session `notifications/tasks/status` on each change. `tasks/get`,
+//! `tasks/result` (which waits for the end), `tasks/list` and `tasks/cancel` see only the
+//! session's own tasks.
+//!
+//! 2026-07-28 (the `io.modelcontextprotocol/tasks` extension): a client that declares the
+//! extension on a call of a tool that supports tasks lets the server decide. The plugin's first
+//! run gets `ServerLimits::task_after` (`TASK_AFTER` unless set): a call that ends by then is answered directly (`input_required`
+//! rounds included, unless the plugin asks within a task); one still running becomes a task,
+//! answered `resultType: "task"`, polled with `tasks/get`, answered with `tasks/update`,
+//! cancelled with `tasks/cancel`; `notifications/tasks` reach listen requests that name it.
+//! A tool that requires a task always gets one.
+//!
+//! A task's plugin runs are ordinary calls: same sandbox, deadline and limits per run, in a fresh
+//! instance each. The task itself is bounded by the store (per client, per plugin and in total;
+//! a refusal is `SERVER_BUSY`) and stopped when its time to live runs out or it is cancelled.
+//!
+//! How a run's end becomes a status: a result is `completed`, the tool's own error result
+//! (`isError`) included on 2026-07-28, `failed` on 2025-11-25 (each design's rule); a run that
+//! failed in the host's hands (the plugin trapped, hit its deadline or a limit, returned
+//! malformed output or reported a failure) is `failed` on both: on 2026-07-28 with that fault as
+//! the task's JSON-RPC error (SEP-2663 keeps `failed` for these), on 2025-11-25 with the
+//! `isError` result the call would have answered directly (`tasks/result` answers exactly that).
+//! A plugin's `invalid-params` is `failed` with `-32602`, a cancelled run `cancelled`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::calls::{self, CallMode, Target};
+use super::error::McpError;
+use super::lifecycle::{META_RELATED_TASK, TASKS_EXTENSION};
+use super::notifier::{self, Notifier};
+use super::reply::{Reply, call_result_json, to_json};
+use super::request::{Method, cursor, required_str};
+use super::scope::Scope;
+use super::state::Change;
+use super::{Era, MAX_ROUNDS};
+use crate::input::{Outcome, RequestContext};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, notification_line};
+use crate::plugin::{CallContext, EVENT_QUEUE, PluginError};
+use crate::protocol::{CallToolResult, TaskSupport};
+use crate::router::{RouteError, Router};
+use crate::tasks::{Missing, Task, TaskDesign, TaskError, TaskOwner, TaskStatus};
+
+/// How long the first run of a call that may become a 2026-07-28 task runs before the call is
+/// turned into a task (the default of `ServerLimits::task_after`).
+pub const TASK_AFTER: Duration = Duration::from_millis(250);
+/// Items per page of `tasks/list`.
+const TASKS_PAGE: usize = 100;
+
+/// A `tasks/*` request, parsed.
+#[derive(Debug)]
+pub enum TaskRequest {
+    Get {
+        id: String,
+    },
+    List {
+        cursor: Option<String>,
+    },
+    Cancel {
+        id: String,
+    },
+    /// `inputResponses` as sent: checked once the task is known.
+    Update {
+        id: String,
+        responses: Option<Value>,
+    },
+    Result {
+        id: String,
+    },
+}
+
+impl TaskRequest {
+    pub(super) fn parse(method: &Method, params: Option<&Map<String, Value>>) -> Result<TaskRequest, McpError> {
+        if *method == Method::TasksList {
+            return Ok(TaskRequest::List { cursor: cursor(params)? });
+        }
+        let id = required_str(params, "taskId")?.to_owned();
+        Ok(match method {
+            Method::TasksGet => TaskRequest::Get { id },
+            Method::TasksCancel => TaskRequest::Cancel { id },
+            Method::TasksUpdate => TaskRequest::Update { id, responses: params.and_then(|p| p.get("inputResponses")).cloned() },
+            _ => TaskRequest::Result { id },
+        })
+    }
+}
+
+/// Whether the client declared the tasks extension on this 2026-07-28 request.
+pub fn declares_extension(context: &RequestContext) -> bool {
+    context.client_capabilities.get("extensions").and_then(|e| e.get(TASKS_EXTENSION)).is_some()
+}
+
+/// -32021 naming the tasks extension as the capability missing.
+pub(super) fn extension_missing() -> McpError {
+    let mut required = Map::new();
+    required.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+    McpError::MissingCapability { message: format!("this needs the client capability `extensions.{TASKS_EXTENSION}`"), required }
+}
+
+/// The task design a `tasks/*` method belongs to in this scope, or the error for a method this
+/// revision (or this client) does not have. Checked before the method's params are read.
+pub(super) fn design(method: &Method, scope: &Scope) -> Result<TaskDesign, McpError> {
+    let not_found = || McpError::no_method(method.name());
+    match scope.era {
+        Era::Legacy { version } if version.has_experimental_tasks() && *method != Method::TasksUpdate => Ok(TaskDesign::Experimental),
+        Era::Legacy { .. } => Err(not_found()),
+        Era::Modern { .. } if matches!(method, Method::TasksResult | Method::TasksList) => Err(not_found()),
+        Era::Modern { .. } if !declares_extension(&scope.context) => Err(extension_missing()),
+        Era::Modern { .. } => Ok(TaskDesign::Extension),
+    }
+}
+
+/// How a `tools/call` of `tool_support` is served, or the error that refuses it.
+pub(super) fn call_mode(scope: &Scope, task: Option<&Value>, support: Option<TaskSupport>) -> Result<CallMode, McpError> {
+    let support = support.unwrap_or(TaskSupport::Forbidden);
+    match scope.era {
+        Era::Legacy { version } if version.has_experimental_tasks() => match (task, support) {
+            (None, TaskSupport::Required) => Err(McpError::MethodNotFound("this tool runs only as a task: call it with `task`".to_owned())),
+            (None, _) => Ok(CallMode::Direct),
+            (Some(_), TaskSupport::Forbidden) => Err(McpError::MethodNotFound("this tool does not run as a task".to_owned())),
+            (Some(Value::Object(task)), _) => {
+                let ttl = task.get("ttl").and_then(Value::as_u64).map(Duration::from_millis);
+                Ok(CallMode::Experimental { ttl })
+            }
+            (Some(_), _) => Err(McpError::InvalidParams("`task` must be an object".to_owned())),
+        },
+        Era::Legacy { .. } => Ok(CallMode::Direct),
+        Era::Modern { .. } => match (declares_extension(&scope.context), support) {
+            (false, TaskSupport::Required) => Err(extension_missing()),
+            (false, _) | (true, TaskSupport::Forbidden) => Ok(CallMode::Direct),
+            (true, support) => Ok(CallMode::Extension { required: support == TaskSupport::Required }),
+        },
+    }
+}
+
+/// The owner of tasks created in this scope.
+fn task_owner(scope: &Scope) -> TaskOwner {
+    match scope.era {
+        Era::Legacy { .. } => TaskOwner::Session(scope.client.session()),
+        Era::Modern { .. } => TaskOwner::Caller(scope.context.caller.clone().unwrap_or_default()),
+    }
+}
+
+/// The task `id` of `owner`, or the error that says why there is none.
+fn owned_task(scope: &Scope, id: &str, owner: &TaskOwner) -> Result<Arc<Task>, McpError> {
+    scope.state.tasks.get(id, owner).map_err(|missing| match missing {
+        Missing::Unknown => McpError::InvalidParams(format!("unknown task `{}`", shown(id))),
+        Missing::Evicted => McpError::TaskEvicted { id: id.to_owned() },
+    })
+}
+
+/// A context for a task's runs: its own events (pumped to the server and, on a legacy
+/// session, to the client) and its own cancellation.
+fn task_context(scope: &Scope, context: RequestContext) -> CallContext {
+    let (events_tx, mut events) = mpsc::channel(EVENT_QUEUE);
+    let run = CallContext::new(scope.cx.request_id.clone(), Some(events_tx)).with_request(context);
+    let notifier = match scope.era {
+        // Progress and logs of a 2026-07-28 task have nowhere to go: only changes count.
+        Era::Modern { .. } => Notifier::new(None, Era::Modern { log_level: None }, scope.client.log_level()),
+        Era::Legacy { .. } => Notifier::new(Some(&scope.context.meta), scope.era, scope.client.log_level()),
+    };
+    let (state, client) = (Arc::clone(&scope.state), Arc::clone(&scope.client));
+    let pumped = run.clone();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            notifier::forward(&state, client.as_ref(), &notifier, &pumped, event);
+        }
+    });
+    run
+}
+
+/// Serves a legacy `tools/call` with `task`: the task is created and answered at once, and
+/// the call runs in the background.
+pub(super) async fn start_experimental_task(scope: &Scope, target: Target, ttl: Option<Duration>) -> Result<Reply, McpError> {
+    let plugin = target.owner(&scope.router).ok_or_else(|| McpError::InvalidParams(format!("unknown tool `{}`", target.name())))?;
+    let task = scope.state.tasks.create(&plugin, task_owner(scope), scope.client.quota(), TaskDesign::Experimental, ttl).map_err(refused)?;
+    let context = scope.context.clone();
+    let run = task_context(scope, context.clone());
+    let scope = scope.clone();
+    let running = Arc::clone(&task);
+    tokio::spawn(async move {
+        let work = calls::serve_in_session(&scope, &target, context, &run, Some(&running));
+        let outcome = tokio::select! {
+            outcome = work => Some(outcome),
+            () = running.stop.cancelled() => None,
+            () = tokio::time::sleep_until(running.expires().into()) => None,
+        };
+        run.cancel();
+        match outcome {
+            Some(outcome) => {
+                running.finish(outcome.map(|reply| reply.result).map_err(|error| error.to_wire(Some(scope.revision()))));
+            }
+            None => {
+                running.cancel("the task was cancelled or its time to live ran out");
+            }
+        }
+        task_changed(&scope, &running);
+    });
+    tracing::info!(%plugin, task = %task.id, "tool call runs as a task");
+    Ok(Reply::new(json!({"task": task.to_wire(false)})))
+}
+
+/// Serves a 2026-07-28 `tools/call` that may become a task.
+pub(super) async fn call_as_extension_task(scope: &Scope, target: Target, context: RequestContext, required: bool) -> Result<Reply, McpError> {
+    let plugin = target.owner(&scope.router).ok_or_else(|| McpError::InvalidParams(format!("unknown tool `{}`", target.name())))?;
+    let owner = task_owner(scope);
+    let run = task_context(scope, context.clone());
+    let mut first = {
+        let (router, target, run) = (Arc::clone(&scope.router), target.clone(), run.clone());
+        tokio::spawn(async move { run_task_once(&router, &target, &run).await })
+    };
+    let early = tokio::select! {
+        joined = &mut first => Some(joined),
+        () = tokio::time::sleep(scope.state.limits.task_after) => None,
+        () = scope.cx.cancelled() => {
+            run.cancel();
+            return Err(McpError::cancelled());
+        }
+    };
+    let create = || scope.state.tasks.create(&plugin, owner.clone(), scope.client.quota(), TaskDesign::Extension, None).map_err(refused);
+    let (task, pending) = match early {
+        None => match create() {
+            Ok(task) => (task, Pending::Running(first)),
+            Err(busy) => {
+                // No task to run in: the run stops as a cancelled request would.
+                run.cancel();
+                return Err(busy);
+            }
+        },
+        Some(joined) => {
+            let (_, ran) = joined.map_err(|_| McpError::internal())??;
+            match ran {
+                Ran::Outcome(Outcome::Complete(finished)) if !required => return Ok(finished),
+                Ran::Outcome(Outcome::InputRequired(asked)) if !asked.in_task => {
+                    return calls::answer_input_required(scope, &target, &plugin, &context, asked);
+                }
+                // Answered directly, a failed run is the `isError` result of any direct call.
+                Ran::Fault { error, .. } if !required => return Ok(Reply::new(to_json(&CallToolResult::error(error.to_string()))?)),
+                ran => (create()?, Pending::Ended(ran)),
+            }
+        }
+    };
+    let running = Arc::clone(&task);
+    let scope_of_task = scope.clone();
+    tokio::spawn(async move { run_extension_task(scope_of_task, running, target, context, run, pending).await });
+    tracing::info!(%plugin, task = %task.id, "tool call runs as a task");
+    let mut result = task.to_wire(false);
+    result["resultType"] = json!("task");
+    Ok(Reply::new(result))
+}
+
+/// A 2026-07-28 task's life: each run's outcome either ends the task or parks it until the
+/// client answers through `tasks/update`, then the plugin runs again with the answers.
+async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut context: RequestContext, run: CallContext, mut pending: Pending) {
+    task_changed(&scope, &task);
+    let revision = Some(scope.revision());
+    let expires = tokio::time::Instant::from_std(task.expires());
+    for _ in 0..MAX_ROUNDS {
+        let outcome = match pending {
+            Pending::Ended(ran) => Ok(ran),
+            Pending::Running(handle) => {
+                let abort = handle.abort_handle();
+                tokio::select! {
+                    joined = handle => match joined {
+                        Ok(Ok((_, outcome))) => Ok(outcome),
+                        Ok(Err(error)) => Err(error),
+                        Err(_) => Err(McpError::internal()),
+                    },
+                    () = task.stop.cancelled() => { run.cancel(); abort.abort(); return task_changed(&scope, &task) }
+                    () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return task_changed(&scope, &task) }
+                }
+            }
+        };
+        let asked = match outcome {
+            Ok(Ran::Outcome(Outcome::Complete(finished))) => {
+                task.finish(Ok(finished.result));
+                return task_changed(&scope, &task);
+            }
+            Ok(Ran::Fault { error: PluginError::Cancelled, .. }) => {
+                task.cancel("the task's run was cancelled");
+                return task_changed(&scope, &task);
+            }
+            Ok(Ran::Fault { plugin, error }) => {
+                task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {error}"))));
+                return task_changed(&scope, &task);
+            }
+            Err(error) => {
+                task.finish(Err(error.to_wire(revision)));
+                return task_changed(&scope, &task);
+            }
+            Ok(Ran::Outcome(Outcome::InputRequired(asked))) => asked,
+        };
+        if let Err(error) = calls::refuse_undeclared(&asked, &context.client_capabilities, &task.plugin) {
+            task.finish(Err(error.to_wire(revision)));
+            return task_changed(&scope, &task);
+        }
+        task.park(asked.requests, "waiting for the client's answers");
+        task_changed(&scope, &task);
+        let answers = tokio::select! {
+            answers = task.answers() => answers,
+            () = tokio::time::sleep(scope.state.limits.input_timeout) => None,
+            () = tokio::time::sleep_until(expires) => None,
+        };
+        let Some(answers) = answers else {
+            task.cancel("the client did not answer in time");
+            return task_changed(&scope, &task);
+        };
+        task.resume();
+        task_changed(&scope, &task);
+        context.input_responses = answers;
+        context.state = asked.state;
+        let (router, target, again) = (Arc::clone(&scope.router), target.clone(), run.clone().with_request(context.clone()));
+        pending = Pending::Running(tokio::spawn(async move { run_task_once(&router, &target, &again).await }));
+    }
+    task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("the plugin asked for input more than {MAX_ROUNDS} times"))));
+    task_changed(&scope, &task);
+}
+
+/// Runs a 2026-07-28 task's tool once. Unlike `calls::run_once`, which turns a run that failed
+/// in the host's hands into the `isError` result a direct call answers, this keeps the failure,
+/// so that the task can end `failed` with it; the tool's own results pass as they are.
+async fn run_task_once(router: &Router, target: &Target, cx: &CallContext) -> Result<(String, Ran), McpError> {
+    let Target::Tool { name, arguments } = target else {
+        let (plugin, outcome) = calls::run_once(router, target, cx).await?;
+        return Ok((plugin, Ran::Outcome(outcome)));
+    };
+    match router.call_tool(name, arguments, cx).await {
+        Ok((plugin, Outcome::Complete(result))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::Complete(Reply::new(call_result_json(result)?))))),
+        Ok((plugin, Outcome::InputRequired(required))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::InputRequired(required)))),
+        Err(RouteError::Plugin { plugin, error }) => match error {
+            PluginError::NotFound(_) => Err(McpError::InvalidParams(format!("unknown tool `{name}`"))),
+            PluginError::InvalidInputResponse(why) => Err(McpError::InvalidParams(why)),
+            PluginError::InvalidParams(why) => Err(McpError::InvalidParams(format!("invalid params: {why}"))),
+            error => {
+                tracing::warn!(%plugin, tool = %crate::escape::Escaped(name), error = %crate::escape::Escaped(&error.to_string()), "tool call failed");
+                Ok((plugin.clone(), Ran::Fault { plugin, error }))
+            }
+        },
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Tells whoever follows `task` that it changed: its legacy session, or the listen requests
+/// that name it.
+pub(super) fn task_changed(scope: &Scope, task: &Task) {
+    match task.design {
+        TaskDesign::Experimental => scope.client.notify(notification_line("notifications/tasks/status", task.to_wire(false))),
+        TaskDesign::Extension => scope.state.announce(Change::Task { id: Arc::from(task.id.as_str()), detail: Arc::new(task.to_wire(true)) }),
+    }
+}
+
+/// `tasks/get`, `tasks/list`, `tasks/cancel`, `tasks/update` and `tasks/result`, in `design`.
+pub(super) async fn serve(scope: &Scope, design: TaskDesign, request: TaskRequest) -> Result<Reply, McpError> {
+    let owner = task_owner(scope);
+    let id = match &request {
+        TaskRequest::List { cursor } => return list_tasks(scope, cursor.as_deref(), &owner).map(Reply::new),
+        TaskRequest::Result { id } => return task_result(scope, id, &owner).await,
+        TaskRequest::Get { id } | TaskRequest::Cancel { id } | TaskRequest::Update { id, .. } => id,
+    };
+    let task = owned_task(scope, id, &owner)?;
+    let result = match (request, design) {
+        (TaskRequest::Get { .. }, TaskDesign::Experimental) => task.to_wire(false),
+        (TaskRequest::Get { .. }, TaskDesign::Extension) => task.to_wire(true),
+        (TaskRequest::Cancel { id }, TaskDesign::Experimental) => {
+            if !task.cancel("cancelled by the client") {
+                return Err(McpError::InvalidParams(format!("task `{id}` has already ended ({})", task.status().as_str())));
+            }
+            task_changed(scope, &task);
+            task.to_wire(false)
+        }
+        (TaskRequest::Cancel { .. }, TaskDesign::Extension) => {
+            if task.cancel("cancelled by the client") {
+                task_changed(scope, &task);
+            }
+            json!({})
+        }
+        (TaskRequest::Update { responses, .. }, _) => {
+            let Some(Value::Object(responses)) = responses else {
+                return Err(McpError::InvalidParams("`inputResponses` must be an object".to_owned()));
+            };
+            if task.status() == TaskStatus::InputRequired {
+                task.answer(&responses);
+            }
+            json!({})
+        }
+        (TaskRequest::List { .. } | TaskRequest::Result { .. }, _) => return Err(McpError::internal()),
+    };
+    Ok(Reply::new(result))
+}
+
+/// `tasks/result` (2025-11-25): waits until the task ends, then answers what the call would
+/// have, related to the task.
+async fn task_result(scope: &Scope, id: &str, owner: &TaskOwner) -> Result<Reply, McpError> {
+    let task = owned_task(scope, id, owner)?;
+    tokio::select! {
+        () = task.finished() => {}
+        () = scope.cx.cancelled() => return Err(McpError::cancelled()),
+    }
+    let related = json!({META_RELATED_TASK: {"taskId": task.id}});
+    match task.outcome() {
+        Some(Ok(mut result)) => {
+            if let Value::Object(object) = &mut result {
+                object.insert("_meta".into(), related);
+            }
+            Ok(Reply::new(result))
+        }
+        Some(Err(error)) => Err(McpError::Ended(error.with_data(related))),
+        None => Err(McpError::Ended(ErrorObject::new(INTERNAL_ERROR, format!("task `{id}` was cancelled")).with_data(related))),
+    }
+}
+
+fn list_tasks(scope: &Scope, cursor: Option<&str>, owner: &TaskOwner) -> Result<Value, McpError> {
+    let tasks = scope.state.tasks.list(owner);
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => cursor
+            .strip_prefix("tasks-")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n <= tasks.len())
+            .ok_or_else(|| McpError::InvalidParams("invalid cursor: list again from the first page".to_owned()))?,
+    };
+    let end = (start + TASKS_PAGE).min(tasks.len());
+    let mut result = json!({"tasks": tasks[start..end].iter().map(|t| t.to_wire(false)).collect::<Vec<_>>()});
+    if end < tasks.len() {
+        result["nextCursor"] = json!(format!("tasks-{end}"));
+    }
+    Ok(result)
+}
+
+/// What one run of a 2026-07-28 task's tool ended with.
+enum Ran {
+    /// The plugin's own outcome: a result (its own error results included) or its questions.
+    Outcome(Outcome<Reply>),
+    /// The run failed in the host's hands: the plugin trapped, hit its deadline or a limit,
+    /// returned malformed output, reported a failure, could not run or was cancelled.
+    Fault { plugin: String, error: PluginError },
+}
+
+/// A task's plugin run: still running, or already ended.
+enum Pending {
+    Running(tokio::task::JoinHandle<Result<(String, Ran), McpError>>),
+    Ended(Ran),
+}
+
+/// The error for a task the store would not create: the server is busy (the quota or limit it
+/// reached is named), unless no task id could be drawn.
+fn refused(error: TaskError) -> McpError {
+    match error {
+        TaskError::NoRandom => McpError::Internal(error.to_string()),
+        busy => McpError::Busy(busy.to_string()),
+    }
+}
+
+fn shown(id: &str) -> String {
+    id.chars().take(64).collect()
+}
