@@ -76,7 +76,7 @@ impl McpError {
                 ErrorObject::new(MISSING_REQUIRED_CLIENT_CAPABILITY, message).with_data(json!({"requiredCapabilities": required}))
             }
             McpError::UnsupportedVersion { requested } => ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, message)
-                .with_data(json!({"supported": super::lifecycle::names(&Revision::STATELESS), "requested": shortened(requested)})),
+                .with_data(json!({"supported": Revision::STATELESS.map(Revision::as_str), "requested": shortened(requested)})),
             McpError::TaskEvicted { id } => ErrorObject::new(INVALID_PARAMS, message).with_data(json!({"taskId": shown_task(id), "evicted": true})),
             McpError::Busy(_) => ErrorObject::new(SERVER_BUSY, message),
             McpError::Internal(_) => ErrorObject::new(INTERNAL_ERROR, message),

@@ -6,42 +6,13 @@ use serde_json::{Map, Value, json};
 
 use super::error::McpError;
 use super::reply::{Reply, to_json};
+use super::request::ListMethod;
 use crate::plugin::ListCacheHints;
 use crate::protocol::{CacheHint, CacheScope};
 use crate::router::{Named, Router};
 
 /// A list a plugin gave no cache hint for may not be reused: it can change at any time.
 const LIST_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
-
-/// Which list a list method reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListMethod {
-    Tools,
-    Prompts,
-    Resources,
-    ResourceTemplates,
-}
-
-impl ListMethod {
-    /// The method's name on the wire.
-    pub fn name(self) -> &'static str {
-        match self {
-            ListMethod::Tools => "tools/list",
-            ListMethod::Prompts => "prompts/list",
-            ListMethod::Resources => "resources/list",
-            ListMethod::ResourceTemplates => "resources/templates/list",
-        }
-    }
-
-    fn hint(self, hints: &ListCacheHints) -> Option<CacheHint> {
-        match self {
-            ListMethod::Tools => hints.tools,
-            ListMethod::Prompts => hints.prompts,
-            ListMethod::Resources => hints.resources,
-            ListMethod::ResourceTemplates => hints.resource_templates,
-        }
-    }
-}
 
 /// One page of `list`, with its cache hint.
 pub(super) fn serve(router: &Router, list: ListMethod, cursor: Option<&str>) -> Result<Reply, McpError> {
@@ -69,7 +40,7 @@ fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>
 fn cache(router: &Router, list: ListMethod) -> CacheHint {
     let mut hint = CacheHint { ttl_ms: u64::MAX, scope: CacheScope::Public };
     for entry in router.served() {
-        let own = list.hint(&entry.catalog.cache).unwrap_or(LIST_DEFAULT_CACHE);
+        let own = said(list, &entry.catalog.cache).unwrap_or(LIST_DEFAULT_CACHE);
         hint.ttl_ms = hint.ttl_ms.min(own.ttl_ms);
         if own.scope == CacheScope::Private {
             hint.scope = CacheScope::Private;
@@ -79,4 +50,14 @@ fn cache(router: &Router, list: ListMethod) -> CacheHint {
         hint.ttl_ms = 0;
     }
     hint
+}
+
+/// What the plugin said of `list`.
+fn said(list: ListMethod, hints: &ListCacheHints) -> Option<CacheHint> {
+    match list {
+        ListMethod::Tools => hints.tools,
+        ListMethod::Prompts => hints.prompts,
+        ListMethod::Resources => hints.resources,
+        ListMethod::ResourceTemplates => hints.resource_templates,
+    }
 }

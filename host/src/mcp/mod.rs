@@ -15,6 +15,7 @@ mod lists;
 mod notifier;
 mod reply;
 mod request;
+mod rounds;
 mod scope;
 mod shape;
 mod state;
@@ -23,19 +24,19 @@ mod task_calls;
 
 use serde_json::{Map, Value, json};
 
-pub use calls::{AskFailure, legacy_params};
 pub use error::{MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, RESOURCE_NOT_FOUND, SERVER_BUSY, UNSUPPORTED_PROTOCOL_VERSION};
 pub use lifecycle::{
     META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_RELATED_TASK, TASKS_EXTENSION, is_modern, meta, negotiate, validate_modern,
 };
-pub use lists::ListMethod;
 pub use notifier::{Notifier, forward};
 pub use reply::Reply;
-pub use request::{Method, Request};
+pub use request::{ListMethod, Method, Request};
+pub use rounds::legacy_params;
+pub use scope::AskFailure;
 pub use scope::{Client, Scope};
-pub use state::{Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState};
+pub use state::{Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState, TASK_AFTER};
 pub use subscriptions::{Filter, MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID, acknowledgement, closing_result, lines_from};
-pub use task_calls::{TASK_AFTER, declares_extension};
+pub use task_calls::declares_extension;
 
 #[cfg(test)]
 pub(crate) use reply::call_result_json;

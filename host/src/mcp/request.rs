@@ -2,12 +2,11 @@
 //! anything else is decided), and `Request` is the request with its params parsed, once, for
 //! the era it is served in. Handlers match on these; no method string is compared after here.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::calls::Call;
+use super::Era;
 use super::error::McpError;
-use super::task_calls::TaskRequest;
-use super::{Era, lists::ListMethod};
+use crate::jsonrpc::shortened;
 use crate::plugin::LogLevel;
 use crate::protocol::CompletionTarget;
 
@@ -164,8 +163,143 @@ impl Request {
     }
 }
 
+/// Which list a list method reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMethod {
+    Tools,
+    Prompts,
+    Resources,
+    ResourceTemplates,
+}
+
+impl ListMethod {
+    /// The method's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListMethod::Tools => "tools/list",
+            ListMethod::Prompts => "prompts/list",
+            ListMethod::Resources => "resources/list",
+            ListMethod::ResourceTemplates => "resources/templates/list",
+        }
+    }
+}
+
+/// A request that may need input, as the client sent it.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// `arguments` is the JSON text of an object: written once here, handed to the plugin as is.
+    Tool {
+        name: String,
+        arguments: String,
+    },
+    Prompt {
+        name: String,
+        arguments: Vec<(String, String)>,
+        raw: Value,
+    },
+    Read {
+        uri: String,
+    },
+}
+
+/// A `tools/call`, `prompts/get` or `resources/read`, parsed.
+#[derive(Debug)]
+pub struct Call {
+    pub(super) target: Target,
+    /// 2025-11-25: the `task` param as sent, read once the tool's task support is known.
+    pub(super) task: Option<Value>,
+    /// 2026-07-28: the answers and the sealed round a retry brings, as sent.
+    pub(super) responses: Option<Value>,
+    pub(super) state: Option<Value>,
+}
+
+impl Call {
+    pub(super) fn parse(method: &Method, params: Option<&Map<String, Value>>, era: Era) -> Result<Call, McpError> {
+        let target = Target::parse(method, params)?;
+        let field = |key: &str| params.and_then(|p| p.get(key)).filter(|v| !v.is_null()).cloned();
+        let (task, responses, state) = match era {
+            Era::Legacy { version } if version.has_experimental_tasks() && matches!(target, Target::Tool { .. }) => (field("task"), None, None),
+            Era::Legacy { .. } => (None, None, None),
+            Era::Modern { .. } => (None, field("inputResponses"), field("requestState")),
+        };
+        Ok(Call { target, task, responses, state })
+    }
+}
+
+impl Target {
+    fn parse(method: &Method, params: Option<&Map<String, Value>>) -> Result<Target, McpError> {
+        match method {
+            Method::CallTool => {
+                let name = required_str(params, "name")?.to_owned();
+                let arguments = match params.and_then(|p| p.get("arguments")) {
+                    None | Some(Value::Null) => "{}".to_owned(),
+                    Some(value @ Value::Object(_)) => value.to_string(),
+                    Some(_) => return Err(McpError::InvalidParams("`arguments` must be an object".to_owned())),
+                };
+                Ok(Target::Tool { name, arguments })
+            }
+            Method::GetPrompt => {
+                let name = required_str(params, "name")?.to_owned();
+                let mut arguments = Vec::new();
+                let raw = match params.and_then(|p| p.get("arguments")) {
+                    None | Some(Value::Null) => json!({}),
+                    Some(Value::Object(args)) => {
+                        for (key, value) in args {
+                            let Value::String(value) = value else {
+                                return Err(McpError::InvalidParams(format!("prompt argument `{}` must be a string", shortened(key))));
+                            };
+                            arguments.push((key.clone(), value.clone()));
+                        }
+                        Value::Object(args.clone())
+                    }
+                    Some(_) => return Err(McpError::InvalidParams("`arguments` must be an object".to_owned())),
+                };
+                Ok(Target::Prompt { name, arguments, raw })
+            }
+            _ => Ok(Target::Read { uri: required_str(params, "uri")?.to_owned() }),
+        }
+    }
+}
+
+/// A `tasks/*` request, parsed.
+#[derive(Debug)]
+pub enum TaskRequest {
+    Get {
+        id: String,
+    },
+    List {
+        cursor: Option<String>,
+    },
+    Cancel {
+        id: String,
+    },
+    /// `inputResponses` as sent: checked once the task is known.
+    Update {
+        id: String,
+        responses: Option<Value>,
+    },
+    Result {
+        id: String,
+    },
+}
+
+impl TaskRequest {
+    pub(super) fn parse(method: &Method, params: Option<&Map<String, Value>>) -> Result<TaskRequest, McpError> {
+        if *method == Method::TasksList {
+            return Ok(TaskRequest::List { cursor: cursor(params)? });
+        }
+        let id = required_str(params, "taskId")?.to_owned();
+        Ok(match method {
+            Method::TasksGet => TaskRequest::Get { id },
+            Method::TasksCancel => TaskRequest::Cancel { id },
+            Method::TasksUpdate => TaskRequest::Update { id, responses: params.and_then(|p| p.get("inputResponses")).cloned() },
+            _ => TaskRequest::Result { id },
+        })
+    }
+}
+
 /// A list's `cursor`, when it has one.
-pub(super) fn cursor(params: Option<&Map<String, Value>>) -> Result<Option<String>, McpError> {
+fn cursor(params: Option<&Map<String, Value>>) -> Result<Option<String>, McpError> {
     match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(cursor)) => Ok(Some(cursor.clone())),

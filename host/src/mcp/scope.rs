@@ -9,15 +9,15 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::Era;
-use super::calls::AskFailure;
 use super::error::McpError;
 use super::lifecycle::{self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO};
-use super::state::ServerState;
+use super::state::{Change, ServerState};
 use crate::input::{ClientInfo, InputRequest, InputResponse, RequestContext};
+use crate::jsonrpc::{ErrorObject, notification_line, shortened};
 use crate::plugin::{CallContext, LogLevel};
 use crate::revision::Revision;
 use crate::router::Router;
-use crate::tasks::QuotaKey;
+use crate::tasks::{QuotaKey, Task, TaskDesign};
 
 /// The client behind a request's channel, as the MCP layer reaches it: what it declared, where
 /// its notifications go, the legacy session's own settings, and asking it for input.
@@ -41,6 +41,21 @@ pub trait Client: Send + Sync {
     /// Asks the client one round of requests and waits for every answer (legacy sessions), under
     /// the server's input timeout; `task` names the task the questions are for.
     fn ask<'a>(&'a self, requests: &'a [InputRequest], cx: &'a CallContext, task: Option<&'a str>) -> BoxFuture<'a, Result<Vec<InputResponse>, AskFailure>>;
+}
+
+/// Why a legacy round did not bring every answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskFailure {
+    #[error("the client answered the `{key}` request with an error: {}", shortened(&.error.message))]
+    Refused { key: String, error: ErrorObject },
+    #[error("the client did not answer within the time allowed")]
+    Timeout,
+    #[error("the request was abandoned")]
+    Gone,
+    #[error("too many requests to the client are waiting; try again later")]
+    Busy,
+    #[error("{0}")]
+    Plugin(String),
 }
 
 /// One request's scope.
@@ -67,6 +82,15 @@ impl Scope {
     /// The revision the request is served under.
     pub fn revision(&self) -> Revision {
         self.era.revision()
+    }
+
+    /// Tells whoever follows `task` that it changed: its legacy session, or the listen requests
+    /// that name it.
+    pub(super) fn task_changed(&self, task: &Task) {
+        match task.design {
+            TaskDesign::Experimental => self.client.notify(notification_line("notifications/tasks/status", task.to_wire(false))),
+            TaskDesign::Extension => self.state.announce(Change::Task { id: Arc::from(task.id.as_str()), detail: Arc::new(task.to_wire(true)) }),
+        }
     }
 }
 

@@ -8,8 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::lists::ListMethod;
-use super::request::Method;
+use super::request::{ListMethod, Method};
 use crate::revision::Revision;
 
 /// Shapes the result of `method` for `revision`, in place.

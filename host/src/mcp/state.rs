@@ -25,6 +25,10 @@ use crate::router::Router;
 /// (a person may be filling in a form). The plugin's own deadline does not run meanwhile.
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long the first run of a call that may become a 2026-07-28 task runs before the call is
+/// turned into a task (the default of `ServerLimits::task_after`).
+pub const TASK_AFTER: Duration = Duration::from_millis(250);
+
 /// Changes the feed holds for its slowest session. A session that falls further behind is told
 /// that everything it follows may have changed (see `Change` consumers), never blocks the feed.
 const CHANGE_FEED: usize = 256;
@@ -63,7 +67,7 @@ pub struct ServerLimits {
 
 impl Default for ServerLimits {
     fn default() -> ServerLimits {
-        ServerLimits { input_timeout: DEFAULT_INPUT_TIMEOUT, state_ttl: crate::input::seal::STATE_TTL, task_after: super::task_calls::TASK_AFTER }
+        ServerLimits { input_timeout: DEFAULT_INPUT_TIMEOUT, state_ttl: crate::input::seal::STATE_TTL, task_after: TASK_AFTER }
     }
 }
 

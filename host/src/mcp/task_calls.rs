@@ -33,63 +33,35 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::calls::{self, CallMode, Target};
 use super::error::McpError;
 use super::lifecycle::{META_RELATED_TASK, TASKS_EXTENSION};
 use super::notifier::{self, Notifier};
 use super::reply::{Reply, call_result_json, to_json};
-use super::request::{Method, cursor, required_str};
+use super::request::{Method, Target, TaskRequest};
+use super::rounds;
 use super::scope::Scope;
-use super::state::Change;
 use super::{Era, MAX_ROUNDS};
 use crate::input::{Outcome, RequestContext};
-use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, notification_line};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::plugin::{CallContext, EVENT_QUEUE, PluginError};
 use crate::protocol::{CallToolResult, TaskSupport};
 use crate::router::{RouteError, Router};
 use crate::tasks::{Missing, Task, TaskDesign, TaskError, TaskOwner, TaskStatus};
 
-/// How long the first run of a call that may become a 2026-07-28 task runs before the call is
-/// turned into a task (the default of `ServerLimits::task_after`).
-pub const TASK_AFTER: Duration = Duration::from_millis(250);
 /// Items per page of `tasks/list`.
 const TASKS_PAGE: usize = 100;
 
-/// A `tasks/*` request, parsed.
-#[derive(Debug)]
-pub enum TaskRequest {
-    Get {
-        id: String,
+/// How a `tools/call` is served: directly, or as a task of one design.
+pub(super) enum CallMode {
+    Direct,
+    /// 2025-11-25, with the time to live the client asked for.
+    Experimental {
+        ttl: Option<std::time::Duration>,
     },
-    List {
-        cursor: Option<String>,
+    /// 2026-07-28 with the extension declared; `required` when the tool only runs as a task.
+    Extension {
+        required: bool,
     },
-    Cancel {
-        id: String,
-    },
-    /// `inputResponses` as sent: checked once the task is known.
-    Update {
-        id: String,
-        responses: Option<Value>,
-    },
-    Result {
-        id: String,
-    },
-}
-
-impl TaskRequest {
-    pub(super) fn parse(method: &Method, params: Option<&Map<String, Value>>) -> Result<TaskRequest, McpError> {
-        if *method == Method::TasksList {
-            return Ok(TaskRequest::List { cursor: cursor(params)? });
-        }
-        let id = required_str(params, "taskId")?.to_owned();
-        Ok(match method {
-            Method::TasksGet => TaskRequest::Get { id },
-            Method::TasksCancel => TaskRequest::Cancel { id },
-            Method::TasksUpdate => TaskRequest::Update { id, responses: params.and_then(|p| p.get("inputResponses")).cloned() },
-            _ => TaskRequest::Result { id },
-        })
-    }
 }
 
 /// Whether the client declared the tasks extension on this 2026-07-28 request.
@@ -186,7 +158,7 @@ pub(super) async fn start_experimental_task(scope: &Scope, target: Target, ttl: 
     let scope = scope.clone();
     let running = Arc::clone(&task);
     tokio::spawn(async move {
-        let work = calls::serve_in_session(&scope, &target, context, &run, Some(&running));
+        let work = rounds::serve_in_session(&scope, &target, context, &run, Some(&running));
         let outcome = tokio::select! {
             outcome = work => Some(outcome),
             () = running.stop.cancelled() => None,
@@ -201,7 +173,7 @@ pub(super) async fn start_experimental_task(scope: &Scope, target: Target, ttl: 
                 running.cancel("the task was cancelled or its time to live ran out");
             }
         }
-        task_changed(&scope, &running);
+        scope.task_changed(&running);
     });
     tracing::info!(%plugin, task = %task.id, "tool call runs as a task");
     Ok(Reply::new(json!({"task": task.to_wire(false)})))
@@ -239,7 +211,7 @@ pub(super) async fn call_as_extension_task(scope: &Scope, target: Target, contex
             match ran {
                 Ran::Outcome(Outcome::Complete(finished)) if !required => return Ok(finished),
                 Ran::Outcome(Outcome::InputRequired(asked)) if !asked.in_task => {
-                    return calls::answer_input_required(scope, &target, &plugin, &context, asked);
+                    return rounds::answer_input_required(scope, &target, &plugin, &context, asked);
                 }
                 // Answered directly, a failed run is the `isError` result of any direct call.
                 Ran::Fault { error, .. } if !required => return Ok(Reply::new(to_json(&CallToolResult::error(error.to_string()))?)),
@@ -259,7 +231,7 @@ pub(super) async fn call_as_extension_task(scope: &Scope, target: Target, contex
 /// A 2026-07-28 task's life: each run's outcome either ends the task or parks it until the
 /// client answers through `tasks/update`, then the plugin runs again with the answers.
 async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut context: RequestContext, run: CallContext, mut pending: Pending) {
-    task_changed(&scope, &task);
+    scope.task_changed(&task);
     let revision = Some(scope.revision());
     let expires = tokio::time::Instant::from_std(task.expires());
     for _ in 0..MAX_ROUNDS {
@@ -273,36 +245,36 @@ async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut c
                         Ok(Err(error)) => Err(error),
                         Err(_) => Err(McpError::internal()),
                     },
-                    () = task.stop.cancelled() => { run.cancel(); abort.abort(); return task_changed(&scope, &task) }
-                    () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return task_changed(&scope, &task) }
+                    () = task.stop.cancelled() => { run.cancel(); abort.abort(); return scope.task_changed(&task) }
+                    () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return scope.task_changed(&task) }
                 }
             }
         };
         let asked = match outcome {
             Ok(Ran::Outcome(Outcome::Complete(finished))) => {
                 task.finish(Ok(finished.result));
-                return task_changed(&scope, &task);
+                return scope.task_changed(&task);
             }
             Ok(Ran::Fault { error: PluginError::Cancelled, .. }) => {
                 task.cancel("the task's run was cancelled");
-                return task_changed(&scope, &task);
+                return scope.task_changed(&task);
             }
             Ok(Ran::Fault { plugin, error }) => {
                 task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {error}"))));
-                return task_changed(&scope, &task);
+                return scope.task_changed(&task);
             }
             Err(error) => {
                 task.finish(Err(error.to_wire(revision)));
-                return task_changed(&scope, &task);
+                return scope.task_changed(&task);
             }
             Ok(Ran::Outcome(Outcome::InputRequired(asked))) => asked,
         };
-        if let Err(error) = calls::refuse_undeclared(&asked, &context.client_capabilities, &task.plugin) {
+        if let Err(error) = rounds::refuse_undeclared(&asked, &context.client_capabilities, &task.plugin) {
             task.finish(Err(error.to_wire(revision)));
-            return task_changed(&scope, &task);
+            return scope.task_changed(&task);
         }
         task.park(asked.requests, "waiting for the client's answers");
-        task_changed(&scope, &task);
+        scope.task_changed(&task);
         let answers = tokio::select! {
             answers = task.answers() => answers,
             () = tokio::time::sleep(scope.state.limits.input_timeout) => None,
@@ -310,25 +282,25 @@ async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut c
         };
         let Some(answers) = answers else {
             task.cancel("the client did not answer in time");
-            return task_changed(&scope, &task);
+            return scope.task_changed(&task);
         };
         task.resume();
-        task_changed(&scope, &task);
+        scope.task_changed(&task);
         context.input_responses = answers;
         context.state = asked.state;
         let (router, target, again) = (Arc::clone(&scope.router), target.clone(), run.clone().with_request(context.clone()));
         pending = Pending::Running(tokio::spawn(async move { run_task_once(&router, &target, &again).await }));
     }
     task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("the plugin asked for input more than {MAX_ROUNDS} times"))));
-    task_changed(&scope, &task);
+    scope.task_changed(&task);
 }
 
-/// Runs a 2026-07-28 task's tool once. Unlike `calls::run_once`, which turns a run that failed
+/// Runs a 2026-07-28 task's tool once. Unlike `rounds::run_once`, which turns a run that failed
 /// in the host's hands into the `isError` result a direct call answers, this keeps the failure,
 /// so that the task can end `failed` with it; the tool's own results pass as they are.
 async fn run_task_once(router: &Router, target: &Target, cx: &CallContext) -> Result<(String, Ran), McpError> {
     let Target::Tool { name, arguments } = target else {
-        let (plugin, outcome) = calls::run_once(router, target, cx).await?;
+        let (plugin, outcome) = rounds::run_once(router, target, cx).await?;
         return Ok((plugin, Ran::Outcome(outcome)));
     };
     match router.call_tool(name, arguments, cx).await {
@@ -344,15 +316,6 @@ async fn run_task_once(router: &Router, target: &Target, cx: &CallContext) -> Re
             }
         },
         Err(other) => Err(other.into()),
-    }
-}
-
-/// Tells whoever follows `task` that it changed: its legacy session, or the listen requests
-/// that name it.
-pub(super) fn task_changed(scope: &Scope, task: &Task) {
-    match task.design {
-        TaskDesign::Experimental => scope.client.notify(notification_line("notifications/tasks/status", task.to_wire(false))),
-        TaskDesign::Extension => scope.state.announce(Change::Task { id: Arc::from(task.id.as_str()), detail: Arc::new(task.to_wire(true)) }),
     }
 }
 
@@ -372,12 +335,12 @@ pub(super) async fn serve(scope: &Scope, design: TaskDesign, request: TaskReques
             if !task.cancel("cancelled by the client") {
                 return Err(McpError::InvalidParams(format!("task `{id}` has already ended ({})", task.status().as_str())));
             }
-            task_changed(scope, &task);
+            scope.task_changed(&task);
             task.to_wire(false)
         }
         (TaskRequest::Cancel { .. }, TaskDesign::Extension) => {
             if task.cancel("cancelled by the client") {
-                task_changed(scope, &task);
+                scope.task_changed(&task);
             }
             json!({})
         }
