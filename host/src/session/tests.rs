@@ -43,6 +43,8 @@ pub(crate) struct FakeState {
     runs: AtomicUsize,
     /// Tools the plugin declares when its lists are read again (`announce` makes that happen).
     extra_tools: std::sync::Mutex<Vec<String>>,
+    /// Tools the plugin no longer declares when its lists are read again.
+    withdrawn_tools: std::sync::Mutex<Vec<String>>,
     /// Times the lists were read again.
     reloads: AtomicUsize,
     /// While set, reading the lists again waits for `reloads_released`.
@@ -58,6 +60,9 @@ impl FakeState {
         self.release.notify_waiters();
     }
 }
+
+/// Client capabilities that declare every kind of input.
+const ALL_CAPS: &str = r#"{"elicitation":{},"sampling":{},"roots":{}}"#;
 
 fn tool(name: &str) -> Tool {
     let schema = serde_json::value::RawValue::from_string(r#"{"type":"object"}"#.into()).expect("schema");
@@ -154,6 +159,8 @@ impl Plugin for FakePlugin {
             }
             let mut catalog = self.catalog.clone();
             catalog.tools.extend(self.state.extra_tools.lock().unwrap().iter().map(|name| tool(name)));
+            let withdrawn = self.state.withdrawn_tools.lock().unwrap().clone();
+            catalog.tools.retain(|tool| !withdrawn.contains(&tool.name));
             Ok(catalog)
         })
     }
@@ -433,7 +440,7 @@ fn modern(id: u32, method: &str, params: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_echoes_each_legacy_version() {
     for version in crate::revision::Revision::SESSIONS.map(crate::revision::Revision::as_str) {
         let mut h = Harness::new();
@@ -449,7 +456,7 @@ async fn initialize_echoes_each_legacy_version() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn capabilities_declare_what_every_session_gets() {
     let mut h = Harness::with_router(Router::new(vec![]).0);
     let caps = h.initialize("2025-11-25").await["result"]["capabilities"].clone();
@@ -469,13 +476,13 @@ async fn capabilities_declare_what_every_session_gets() {
     assert_eq!(caps["resources"], json!({"subscribe": true, "listChanged": true}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_offers_the_latest_version_for_an_unknown_one() {
     let mut h = Harness::new();
     assert_eq!(h.initialize("1999-01-01").await["result"]["protocolVersion"], "2025-11-25");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn requests_before_initialize_are_refused_but_ping_works() {
     let mut h = Harness::new();
     let reply = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
@@ -484,14 +491,14 @@ async fn requests_before_initialize_are_refused_but_ping_works() {
     assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#).await, json!({"jsonrpc":"2.0","id":"p","result":{}}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_second_initialize_is_refused() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
     assert_eq!(h.initialize("2025-06-18").await["error"]["code"], -32600);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn set_level_accepts_known_levels_only() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -499,7 +506,7 @@ async fn set_level_accepts_known_levels_only() {
     assert_eq!(h.ask(r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}}"#).await["error"]["code"], -32602);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn server_discover_describes_the_modern_server() {
     let mut h = Harness::new();
     let reply = h.ask(&modern(1, "server/discover", "")).await;
@@ -512,7 +519,7 @@ async fn server_discover_describes_the_modern_server() {
     assert_eq!(result["cacheScope"], "public");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_requests_validate_their_meta() {
     let mut h = Harness::new();
     let no_caps = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
@@ -526,7 +533,7 @@ async fn modern_requests_validate_their_meta() {
     assert_eq!(reply["id"], 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_requests_for_removed_methods_are_unknown() {
     let mut h = Harness::new();
     for (id, method) in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "no/such"].into_iter().enumerate() {
@@ -535,7 +542,7 @@ async fn modern_requests_for_removed_methods_are_unknown() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_results_carry_result_type_cache_hints_and_server_info() {
     let mut h = Harness::new();
     for method in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
@@ -554,7 +561,7 @@ async fn modern_results_carry_result_type_cache_hints_and_server_info() {
     assert!(call.get("ttlMs").is_none(), "tool results are not cacheable");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn legacy_results_carry_no_modern_fields() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -562,7 +569,7 @@ async fn legacy_results_carry_no_modern_fields() {
     assert!(result.get("resultType").is_none() && result.get("ttlMs").is_none() && result.get("_meta").is_none(), "{result}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn lists_are_sorted_and_paged_with_cursors() {
     let router = Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0.with_page_size(2);
     let mut h = Harness::with_router(router);
@@ -614,7 +621,7 @@ async fn lists_are_sorted_and_paged_with_cursors() {
     assert_eq!(empty["result"]["tools"][0]["name"], "fake_announce", "an empty cursor is the first page");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tool_calls_map_every_outcome() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -645,7 +652,7 @@ async fn tool_calls_map_every_outcome() {
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn resources_are_read_directly_and_through_templates() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -655,7 +662,7 @@ async fn resources_are_read_directly_and_through_templates() {
     assert_eq!(templated["result"]["contents"][0]["uri"], "fake://items/7");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn unknown_resources_use_each_era_s_error() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -674,7 +681,7 @@ async fn unknown_resources_use_each_era_s_error() {
     assert!(reply["error"]["message"].as_str().expect("message").len() < 400, "the message quotes a bounded prefix");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn prompts_need_their_required_arguments() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -688,7 +695,7 @@ async fn prompts_need_their_required_arguments() {
     assert_eq!(listed["result"]["prompts"][0]["arguments"][0], json!({"name":"name","required":true}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn completion_routes_to_the_prompt_s_plugin() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -698,7 +705,7 @@ async fn completion_routes_to_the_prompt_s_plugin() {
     assert_eq!(unknown["error"]["code"], -32602);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn framing_errors_get_their_codes_and_the_stream_goes_on() {
     let mut h = Harness::new();
     let parse = h.ask("{broken").await;
@@ -714,7 +721,7 @@ async fn framing_errors_get_their_codes_and_the_stream_goes_on() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_2025_03_26_session_answers_a_batch_with_one_array() {
     let mut h = Harness::new();
     h.initialize("2025-03-26").await;
@@ -731,7 +738,7 @@ async fn a_2025_03_26_session_answers_a_batch_with_one_array() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_batch_member_leaves_the_others_to_answer() {
     let mut h = Harness::new();
     h.initialize("2025-03-26").await;
@@ -741,7 +748,7 @@ async fn a_cancelled_batch_member_leaves_the_others_to_answer() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_batch_holds_its_gathered_replies_charged_and_admits_no_more_than_its_permits() {
     // A batch of 400: a call that waits, then 399 echoes of 10 KiB. The echoes answer at once,
     // but their replies wait in the batch for the first: each keeps its permit, so only 255 of
@@ -780,7 +787,7 @@ async fn a_batch_holds_its_gathered_replies_charged_and_admits_no_more_than_its_
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn batches_are_refused_outside_2025_03_26() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -791,7 +798,7 @@ async fn batches_are_refused_outside_2025_03_26() {
     assert_eq!(h.ask("[]").await["error"]["code"], -32600, "an empty batch is invalid");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn notifications_get_no_reply() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -802,7 +809,7 @@ async fn notifications_get_no_reply() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_slow_call_does_not_block_ping_and_a_cancelled_call_gets_no_reply() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -813,7 +820,7 @@ async fn a_slow_call_does_not_block_ping_and_a_cancelled_call_gets_no_reply() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_local_method_that_panics_is_answered_with_an_internal_error_and_the_session_serves_on() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -825,7 +832,7 @@ async fn a_local_method_that_panics_is_answered_with_an_internal_error_and_the_s
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
     let plugin = FakePlugin::new();
     let mut h = Harness::with_router(router_of(&plugin));
@@ -841,7 +848,7 @@ async fn a_reused_id_of_a_running_request_is_refused_and_both_get_one_reply() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_that_does_not_read_stops_being_read_and_loses_no_reply() {
     // A queue of 4 messages: the fifth reply waits for room, holding its request's permit.
     let plugin = FakePlugin::new();
@@ -895,7 +902,7 @@ fn cancel(id: impl std::fmt::Display) -> String {
     format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn reading_never_waits_for_plugin_capacity_and_the_overflow_is_refused_at_once() {
     let plugin = FakePlugin::new();
     let mut h = Harness::with_router(router_of(&plugin));
@@ -921,7 +928,7 @@ async fn reading_never_waits_for_plugin_capacity_and_the_overflow_is_refused_at_
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_plugin_sees_the_cancellation_and_its_reply_is_suppressed() {
     let plugin = FakePlugin::new();
     let mut h = Harness::with_router(router_of(&plugin));
@@ -936,7 +943,7 @@ async fn a_cancelled_plugin_sees_the_cancellation_and_its_reply_is_suppressed() 
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_plugin_that_ignores_its_cancellation_is_dropped_after_the_grace_period() {
     let plugin = FakePlugin::new();
     let mut h = Harness::with_router(router_of(&plugin));
@@ -950,7 +957,7 @@ async fn a_plugin_that_ignores_its_cancellation_is_dropped_after_the_grace_perio
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_id_reused_after_a_cancel_keeps_the_new_request_s_reply() {
     let plugin = FakePlugin::new();
     let mut h = Harness::with_router(router_of(&plugin));
@@ -975,7 +982,7 @@ async fn an_id_reused_after_a_cancel_keeps_the_new_request_s_reply() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_panicking_request_gets_an_error_reply_and_the_session_goes_on() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -987,7 +994,7 @@ async fn a_panicking_request_gets_an_error_reply_and_the_session_goes_on() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_that_does_not_read_never_stalls_a_plugin_call() {
     let plugin = FakePlugin::new();
     let limits = OutboundLimits { messages: 8, bytes: 64 << 10 };
@@ -1011,7 +1018,7 @@ async fn a_client_that_does_not_read_never_stalls_a_plugin_call() {
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn progress_and_logs_precede_the_response_as_the_client_asked() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -1033,7 +1040,7 @@ async fn progress_and_logs_precede_the_response_as_the_client_asked() {
     assert_eq!(lines[3]["result"]["content"][0]["text"], "done");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn without_a_progress_token_or_log_level_a_modern_request_gets_only_its_result() {
     let mut h = Harness::new();
     let reply = h.ask(&modern(1, "tools/call", r#""name":"fake_events""#)).await;
@@ -1041,7 +1048,7 @@ async fn without_a_progress_token_or_log_level_a_modern_request_gets_only_its_re
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_modern_request_with_a_log_level_gets_logs_at_or_above_it() {
     let mut h = Harness::new();
     let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}"#;
@@ -1051,7 +1058,7 @@ async fn a_modern_request_with_a_log_level_gets_logs_at_or_above_it() {
     assert_eq!(h.recv().await["result"]["resultType"], "complete");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stdio_serves_until_eof_and_returns_ok() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let router = Arc::new(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0);
@@ -1071,7 +1078,7 @@ async fn stdio_serves_until_eof_and_returns_ok() {
     assert!(lines.next_line().await.expect("read").is_none());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stdio_skips_an_over_long_line_and_goes_on() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let router = Arc::new(Router::new(vec![]).0);
@@ -1101,7 +1108,7 @@ mod input_rounds;
 mod sealing;
 mod tasks;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn results_are_shaped_to_the_negotiated_revision() {
     let mut modern = Harness::new();
     let result = modern.ask(&modern_call(1, "fake_structured_array")).await["result"].clone();

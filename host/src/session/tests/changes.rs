@@ -51,7 +51,7 @@ fn is_method(method: &str) -> impl Fn(&Value) -> bool + '_ {
     move |frame| frame["method"] == method
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_list_change_is_read_again_served_and_announced_to_every_legacy_session() {
     let (server, state) = served();
     let mut caller = Harness::on(Arc::clone(&server));
@@ -74,7 +74,41 @@ async fn a_list_change_is_read_again_served_and_announced_to_every_legacy_sessio
     assert!(other.nothing_more().await, "only the kind announced, once");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
+async fn a_request_keeps_the_router_it_started_with_through_every_round() {
+    let (server, state) = served();
+    let mut caller = Harness::on(Arc::clone(&server));
+    let mut other = Harness::on(Arc::clone(&server));
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{ALL_CAPS},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    caller.ask(&init).await;
+    other.initialize("2025-11-25").await;
+
+    // The call asks its client, and while the question waits the tool is withdrawn.
+    caller.send(&legacy_call(1, "fake_ask_name", "{}")).await;
+    let question = caller.recv().await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    state.withdrawn_tools.lock().unwrap().push("ask_name".into());
+    other.send(&legacy_call(2, "fake_announce", r#"{"lists":["tools"]}"#)).await;
+    other.recv_until(is_method("notifications/tools/list_changed")).await;
+    assert!(!other.tool_names(3).await.contains(&"fake_ask_name".to_owned()), "the new router no longer serves it");
+    let heard = caller.recv().await;
+    assert_eq!(heard["method"], "notifications/tools/list_changed", "{heard}");
+
+    // The answered round runs on the router the call started with.
+    caller.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}).to_string()).await;
+    let reply = caller.recv().await;
+    assert_eq!(reply["id"], 1);
+    assert!(reply["result"]["content"][0]["text"].as_str().is_some_and(|t| t.starts_with("Hello, Ada")), "{reply}");
+    assert_eq!(state.runs.load(Ordering::SeqCst), 2, "both rounds ran");
+
+    // The next request sees the new router.
+    let refused = caller.ask(&legacy_call(4, "fake_ask_name", "{}")).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_listen_request_is_acknowledged_first_then_hears_only_what_it_asked_for_tagged_with_its_id() {
     let (server, _state) = served();
     let mut listener = Harness::on(Arc::clone(&server));
@@ -129,7 +163,7 @@ fn stateless_call(id: u32, tool: &str, arguments: &str) -> String {
     modern(id, "tools/call", &format!(r#""name":"{tool}","arguments":{arguments}"#))
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn listen_is_refused_in_a_legacy_session_and_with_a_malformed_filter_and_beyond_its_cap() {
     let (server, _state) = served();
     let mut legacy = Harness::on(Arc::clone(&server));
@@ -153,7 +187,7 @@ async fn listen_is_refused_in_a_legacy_session_and_with_a_malformed_filter_and_b
     assert_eq!(reply["error"]["code"], SERVER_BUSY, "{reply}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_legacy_session_hears_updates_of_what_it_subscribed_to_until_it_unsubscribes() {
     let (server, _state) = served();
     let mut h = Harness::on(server);
@@ -183,7 +217,7 @@ async fn a_legacy_session_hears_updates_of_what_it_subscribed_to_until_it_unsubs
     assert_eq!(modern_reply["error"]["code"], -32601, "2026-07-28 has no resources/subscribe: {modern_reply}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_plugin_cannot_announce_updates_of_resources_it_does_not_serve() {
     let (server, _state) = served();
     let mut h = Harness::on(Arc::clone(&server));
@@ -199,7 +233,7 @@ async fn a_plugin_cannot_announce_updates_of_resources_it_does_not_serve() {
     assert!(listener.nothing_more().await);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn announcements_are_coalesced_and_a_failed_reread_keeps_the_lists() {
     let (server, state) = served();
     let mut h = Harness::on(server);
@@ -249,7 +283,7 @@ impl Plugin for Squatter {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_change_that_would_take_another_plugins_name_is_refused_and_both_keep_serving() {
     let plugin = FakePlugin::new();
     let state = Arc::clone(&plugin.state);

@@ -29,7 +29,7 @@ fn modern_with(id: u32, method: &str, mut params: Value) -> String {
     legacy(id, method, params)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_unknown_method_of_a_mebibyte_is_answered_in_under_a_kibibyte() {
     let method = mebibyte("zz/");
     let mut h = Harness::new();
@@ -42,7 +42,7 @@ async fn an_unknown_method_of_a_mebibyte_is_answered_in_under_a_kibibyte() {
     small_error(&mut fresh, &modern_with(3, &method, json!({})), -32601).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_read_of_an_unknown_mebibyte_uri_is_answered_in_under_a_kibibyte() {
     let uri = mebibyte("other://");
     let mut h = Harness::new();
@@ -60,7 +60,7 @@ async fn a_read_of_an_unknown_mebibyte_uri_is_answered_in_under_a_kibibyte() {
     small_error(&mut h, &modern_with(5, "resources/read", json!({"uri": uri, "requestState": "x"})), -32602).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn unknown_tools_prompts_arguments_and_versions_of_a_mebibyte_are_quoted_shortened() {
     let name = mebibyte("fake_");
     let mut h = Harness::new();
@@ -78,7 +78,7 @@ async fn unknown_tools_prompts_arguments_and_versions_of_a_mebibyte_are_quoted_s
     assert!(reply["error"]["data"]["requested"].as_str().is_some_and(|v| v.len() < 300), "{reply}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_s_long_error_answer_reaches_the_result_shortened() {
     let mut h = Harness::new();
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;

@@ -3,8 +3,6 @@
 
 use super::*;
 
-const ALL_CAPS: &str = r#"{"elicitation":{},"sampling":{},"roots":{}}"#;
-
 /// A 2026-07-28 request whose client declares `caps`.
 fn stateless(id: u32, method: &str, caps: &str, params: &str) -> String {
     format!(
@@ -21,7 +19,7 @@ fn retry(id: u32, tool: &str, arguments: &str, responses: Value, state: &Value) 
     stateless(id, "tools/call", ALL_CAPS, &format!(r#""name":"{tool}","arguments":{arguments},"inputResponses":{responses},"requestState":{state}"#))
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stateless_round_trip_asks_by_key_and_resumes_with_the_answer_and_the_plugin_state() {
     let mut h = Harness::new();
     let first = h.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_ask_name","arguments":{}"#)).await["result"].clone();
@@ -40,7 +38,7 @@ async fn a_stateless_round_trip_asks_by_key_and_resumes_with_the_answer_and_the_
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn answers_sent_without_a_round_are_used_only_when_they_cover_what_the_plugin_asks() {
     let mut h = Harness::new();
     let unsealed =
@@ -57,7 +55,7 @@ async fn answers_sent_without_a_round_are_used_only_when_they_cover_what_the_plu
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_tampered_replayed_or_expired_state_is_invalid_params() {
     let mut h = Harness::new();
     let first = h.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_ask_name","arguments":{"a":1}"#)).await["result"].clone();
@@ -84,7 +82,7 @@ async fn a_tampered_replayed_or_expired_state_is_invalid_params() {
     assert!(reply["error"]["message"].as_str().unwrap().contains("expired"), "{reply}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn missing_answers_are_asked_again_without_running_the_plugin_and_earlier_ones_are_kept() {
     let mut h = Harness::new();
     let first = h.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_ask_three","arguments":{}"#)).await["result"].clone();
@@ -105,7 +103,7 @@ async fn missing_answers_are_asked_again_without_running_the_plugin_and_earlier_
     assert_eq!(done["result"]["content"][0]["text"], "decline / Paris / 1", "{done}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn several_rounds_carry_a_new_state_each_time() {
     let mut h = Harness::new();
     let one = h.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_two_rounds","arguments":{}"#)).await["result"].clone();
@@ -117,7 +115,7 @@ async fn several_rounds_carry_a_new_state_each_time() {
     assert_eq!(done["result"]["content"][0]["text"], "round-2:A then B", "{done}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn prompts_ask_for_input_too() {
     let mut h = Harness::new();
     let first = h.ask(&stateless(1, "prompts/get", ALL_CAPS, r#""name":"fake_greet","arguments":{"name":"?"}"#)).await["result"].clone();
@@ -132,7 +130,7 @@ async fn prompts_ask_for_input_too() {
     assert_eq!(done["result"]["messages"][0]["content"]["text"], "Say hello to Bob", "{done}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_missing_capability_is_refused_with_the_capabilities_named() {
     let mut h = Harness::new();
     let reply = h.ask(&stateless(1, "tools/call", "{}", r#""name":"fake_needs_sampling","arguments":{}"#)).await;
@@ -161,7 +159,7 @@ async fn legacy_with_all_capabilities(h: &mut Harness) {
     h.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_legacy_session_asks_its_client_and_runs_the_plugin_again_with_the_answers() {
     let mut h = Harness::new();
     legacy_with_all_capabilities(&mut h).await;
@@ -188,7 +186,7 @@ async fn a_legacy_session_asks_its_client_and_runs_the_plugin_again_with_the_ans
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_legacy_client_error_ends_the_call_with_an_error_the_model_can_read() {
     let mut h = Harness::new();
     legacy_with_all_capabilities(&mut h).await;
@@ -202,7 +200,7 @@ async fn a_legacy_client_error_ends_the_call_with_an_error_the_model_can_read() 
     assert!(text.contains("user_name") && text.contains("user rejected"), "{text}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_call_withdraws_its_requests_to_the_client_and_is_not_answered() {
     let mut h = Harness::new();
     legacy_with_all_capabilities(&mut h).await;
@@ -219,7 +217,7 @@ async fn a_cancelled_call_withdraws_its_requests_to_the_client_and_is_not_answer
     h.assert_quiet().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_that_never_answers_times_out_and_a_plugin_that_never_stops_asking_is_stopped() {
     let router = || Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0;
     let mut h = Harness::with_server(router(), OutboundLimits::default(), Duration::from_millis(200), crate::input::seal::STATE_TTL);
@@ -246,7 +244,7 @@ async fn a_client_that_never_answers_times_out_and_a_plugin_that_never_stops_ask
     assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("more than 8 times"), "{reply}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cache_hints_come_from_the_plugin_and_default_to_not_reusable() {
     let mut h = Harness::new();
     let hinted = h.ask(&stateless(1, "resources/read", "{}", r#""uri":"fake://readme""#)).await["result"].clone();

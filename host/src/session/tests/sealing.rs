@@ -94,7 +94,7 @@ async fn small_reply(h: &mut Harness, frame: &str) -> Value {
     serde_json::from_str(&line).expect("JSON")
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_round_too_large_to_seal_ends_a_tool_call_with_an_error_result_and_other_requests_with_an_error() {
     let mut h = harness();
     let call = small_reply(&mut h, &asking(1, "tools/call", json!({"name": "big_big_round", "arguments": {}}))).await;
@@ -109,7 +109,7 @@ async fn a_round_too_large_to_seal_ends_a_tool_call_with_an_error_result_and_oth
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn answers_too_large_to_carry_into_the_next_round_are_the_client_s_to_fix() {
     let mut h = harness();
     let first = small_reply(&mut h, &asking(1, "tools/call", json!({"name": "big_two_keys", "arguments": {}}))).await;

@@ -50,7 +50,7 @@ impl Harness {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_slow_call_becomes_a_task_that_a_listen_request_follows_to_its_result() {
     let mut h = Harness::new();
     let created = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":600}"#)).await["result"].clone();
@@ -82,7 +82,7 @@ async fn a_slow_call_becomes_a_task_that_a_listen_request_follows_to_its_result(
     assert!(got.get("requestState").is_none() && got["_meta"].get(META_RELATED_TASK).is_none(), "{got}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn quick_calls_and_clients_without_the_extension_are_answered_directly() {
     let mut h = Harness::new();
     let quick = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":0}"#)).await["result"].clone();
@@ -100,7 +100,7 @@ async fn quick_calls_and_clients_without_the_extension_are_answered_directly() {
     assert_eq!(got["result"]["content"][0]["text"], "only as a task");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn input_rounds_finish_before_a_task_unless_the_plugin_asks_within_it() {
     let mut h = Harness::new();
     // Asked as an ordinary round: input_required first, with no task.
@@ -138,7 +138,7 @@ async fn input_rounds_finish_before_a_task_unless_the_plugin_asks_within_it() {
     assert_eq!(done["result"]["content"][0]["text"], "confirmed: accept");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn extension_tasks_cancel_idempotently_fail_on_errors_and_refuse_what_the_extension_lacks() {
     let mut h = Harness::new();
     let created = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":60000}"#)).await["result"].clone();
@@ -174,7 +174,7 @@ fn legacy(id: u32, method: &str, params: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_legacy_client_asks_for_a_task_lists_it_and_waits_for_its_result() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -205,7 +205,7 @@ async fn a_legacy_client_asks_for_a_task_lists_it_and_waits_for_its_result() {
     assert_eq!(cancel["error"]["code"], -32602, "an ended task cannot be cancelled: {cancel}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn legacy_tasks_are_the_sessions_own_and_follow_each_tools_task_support() {
     let plugin = FakePlugin::new();
     let server = ServerState::new(Arc::new(Router::new(vec![RouterEntry::new(plugin, Prefix::Default)]).0), StateKey::random().expect("a key"));
@@ -235,7 +235,7 @@ async fn legacy_tasks_are_the_sessions_own_and_follow_each_tools_task_support() 
     assert_eq!(direct["result"]["content"][0]["text"], "background work done", "`task` is ignored where tasks do not exist");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_legacy_task_waits_in_input_required_while_the_session_asks_its_client() {
     let mut h = Harness::new();
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -265,7 +265,7 @@ async fn a_legacy_task_waits_in_input_required_while_the_session_asks_its_client
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_finished_task_answers_every_time_until_its_time_to_live_ends() {
     let mut h = Harness::new();
     h.initialize("2025-11-25").await;
@@ -301,7 +301,7 @@ async fn a_finished_task_answers_every_time_until_its_time_to_live_ends() {
     assert_eq!(h.reply_to(&legacy(id_n + 2, "tasks/list", "{}")).await["result"]["tasks"], json!([]), "no longer listed");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_extension_task_keeps_its_result_and_the_same_call_again_is_a_new_task() {
     let mut h = Harness::new();
     let caps = r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
@@ -400,7 +400,7 @@ const FAULTS: [(&str, &str); 6] = [
     ("failed", "the disk is full"),
 ];
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_extension_task_whose_plugin_crashed_or_hit_a_limit_fails_while_the_tools_own_error_completes() {
     let mut h = Harness::on(Faults::served(&["faults"]));
     for (n, (tool, says)) in (1..).zip(FAULTS) {
@@ -435,7 +435,7 @@ async fn an_extension_task_whose_plugin_crashed_or_hit_a_limit_fails_while_the_t
     assert_eq!(h.poll_until(&held["taskId"], "cancelled").await["status"], "cancelled");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_legacy_task_whose_plugin_crashed_or_hit_a_limit_fails_and_its_result_is_the_calls() {
     let mut h = Harness::on(Faults::served(&["faults"]));
     h.initialize("2025-11-25").await;
@@ -457,7 +457,7 @@ fn client_at(server: &Arc<ServerState>, address: &str) -> Harness {
     Harness { session: Session::stateless_from(Arc::clone(server), tx, address), rx }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn one_clients_finished_tasks_never_refuse_another_and_an_evicted_result_says_so() {
     let server = Faults::served(&["faults"]);
     let mut busy = client_at(&server, "192.0.2.1");
@@ -484,7 +484,7 @@ async fn one_clients_finished_tasks_never_refuse_another_and_an_evicted_result_s
     assert_eq!(server.tasks.len(), crate::tasks::MAX_TASKS_PER_CLIENT + 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_whose_tasks_all_run_is_refused_as_busy_naming_its_quota_and_only_it() {
     let c = Faults::new("c");
     let server = Faults::serve(vec![Faults::new("a"), Faults::new("b"), Arc::clone(&c)]);
