@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::component::{Component, Instance, Linker};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, Linker};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
@@ -16,7 +16,7 @@ use super::lift::catalog::{self, Declared};
 use super::lift::convert::{self, Budget};
 use super::lift::outcome;
 use super::lift::wit_input::request_context;
-use super::load_error::LoadError;
+use super::load_error::{CONTRACT_VERSION, LoadError};
 use super::sandbox::prepared::Sandbox;
 use super::sandbox::refusal_log::RefusalCounters;
 use super::sandbox::store_state::{HostState, PrepareError, Stop};
@@ -57,7 +57,7 @@ impl std::fmt::Debug for WasmPlugin {
 /// Where the functions of each interface a request calls are, resolved once at load: a call looks up and
 /// type-checks only the interface it uses, in its fresh instance.
 struct Exports {
-    tools: tools::GuestIndices,
+    call_tool: ComponentExportIndex,
     resources: resources::GuestIndices,
     prompts: prompts::GuestIndices,
     completion: completion::GuestIndices,
@@ -66,8 +66,13 @@ struct Exports {
 impl Exports {
     fn new(pre: &PluginPre<HostState>) -> wasmtime::Result<Exports> {
         let pre = pre.instance_pre();
+        let tools = format!("paddock:plugin/tools@{CONTRACT_VERSION}");
+        let component = pre.component();
+        let interface = component.get_export_index(None, &tools).ok_or_else(|| wasmtime::format_err!("no exported instance named `{tools}`"))?;
         Ok(Exports {
-            tools: tools::GuestIndices::new(pre)?,
+            call_tool: component
+                .get_export_index(Some(&interface), "call-tool")
+                .ok_or_else(|| wasmtime::format_err!("instance export `{tools}` does not have export `call-tool`"))?,
             resources: resources::GuestIndices::new(pre)?,
             prompts: prompts::GuestIndices::new(pre)?,
             completion: completion::GuestIndices::new(pre)?,
@@ -355,8 +360,11 @@ impl Plugin for WasmPlugin {
         Box::pin(self.serve(
             cx,
             tool,
-            |exports, store, instance| exports.tools.load(store, instance),
-            async move |export, store, context| export.call_call_tool(store, context, tool, &arguments.to_owned()).await,
+            |exports, store, instance| instance.get_func(store, exports.call_tool).ok_or_else(|| wasmtime::format_err!("no export `call-tool`")),
+            async move |call_tool, store, context| {
+                let call_tool = call_tool.typed::<(&wx::RequestContext, &str, &str), (Result<tools::CallOutcome, w::Error>,)>(&*store)?;
+                Ok(call_tool.call_async(store, (context, tool, arguments)).await?.0)
+            },
             outcome::call,
         ))
     }

@@ -7,7 +7,10 @@
 //! `wasmtime_wasi::p2::add_to_linker_async`, with wrappers that call the very same
 //! implementation (`HostDescriptor`, `tcp_create_socket::Host`, ... on the store's WASI view),
 //! record a refusal when the answer is one, and hand the guest the same answer unchanged. Every
-//! other WASI function, and every resource, stays as wasmtime-wasi defined it.
+//! other WASI function, and every resource, stays as wasmtime-wasi defined it. Each wrapper that
+//! only describes, calls and records is one entry of `audited_descriptor!` or `audited_socket!`
+//! (its interface, name, parameters, path or target, and the function it delegates to);
+//! `get-directories`, `open-at` and `read-directory`, which do more, are written out.
 //!
 //! What is recorded:
 //! - `file`: a `wasi:filesystem` path operation (open, stat, create or remove a directory,
@@ -39,7 +42,7 @@ use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::WasiFilesystemView as _;
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types as fs};
 use wasmtime_wasi::p2::bindings::sockets::{ip_name_lookup, network, tcp_create_socket, udp_create_socket};
-use wasmtime_wasi::p2::{DynOutputStream, FsResult, SocketResult};
+use wasmtime_wasi::p2::{DynOutputStream, FsResult, Network, SocketResult, TcpSocket, UdpSocket};
 use wasmtime_wasi::sockets::WasiSocketsView as _;
 
 use super::store_state::{HostState, MAX_SHOWN, shown};
@@ -61,6 +64,9 @@ fn is_refusal(code: fs::ErrorCode) -> bool {
     matches!(code, fs::ErrorCode::NotPermitted | fs::ErrorCode::Access | fs::ErrorCode::ReadOnly)
 }
 
+type Fd = Resource<fs::Descriptor>;
+type FsAnswer<R> = wasmtime::Result<(Result<R, fs::ErrorCode>,)>;
+
 /// One path operation: its name and the guest-visible path(s) it names, for the record.
 struct PathOp {
     op: &'static str,
@@ -68,19 +74,27 @@ struct PathOp {
 }
 
 impl PathOp {
-    fn new(state: &HostState, op: &'static str, fd: &Resource<fs::Descriptor>, path: &str) -> PathOp {
+    /// An operation naming a path in a descriptor.
+    fn at(state: &HostState, op: &'static str, fd: &Fd, path: &str) -> PathOp {
         PathOp { op, target: joined(state.descriptor_paths.path_of(fd).as_deref(), path) }
     }
 
     /// An operation naming two paths (`old -> new`).
-    fn pair(state: &HostState, op: &'static str, (from_fd, from): (&Resource<fs::Descriptor>, &str), (to_fd, to): (&Resource<fs::Descriptor>, &str)) -> PathOp {
+    fn pair(state: &HostState, op: &'static str, from_fd: &Fd, from: &str, to_fd: &Fd, to: &str) -> PathOp {
         let from = joined(state.descriptor_paths.path_of(from_fd).as_deref(), from);
         let to = joined(state.descriptor_paths.path_of(to_fd).as_deref(), to);
         PathOp { op, target: format!("{from} -> {to}") }
     }
 
+    /// A symbolic link: its path in the grant, and its target, which is text, shown as the
+    /// guest wrote it (`link -> target`).
+    fn symlink(state: &HostState, op: &'static str, fd: &Fd, link: &str, target: &str) -> PathOp {
+        let link = PathOp::at(state, op, fd, link);
+        PathOp { op, target: format!("{} -> {}", link.target, shown(target)) }
+    }
+
     /// A write through a descriptor (no path of its own).
-    fn through(state: &HostState, op: &'static str, fd: &Resource<fs::Descriptor>) -> PathOp {
+    fn through(state: &HostState, op: &'static str, fd: &Fd) -> PathOp {
         let target = state.descriptor_paths.path_of(fd).map_or_else(|| "(unknown descriptor)".to_owned(), |p| p.to_string());
         PathOp { op, target }
     }
@@ -102,9 +116,6 @@ impl PathOp {
     }
 }
 
-type Fd = Resource<fs::Descriptor>;
-type FsAnswer<R> = wasmtime::Result<(Result<R, fs::ErrorCode>,)>;
-
 /// Redefines the WASI functions that can refuse with recording wrappers; call it after
 /// `wasmtime_wasi::p2::add_to_linker_async`.
 ///
@@ -115,6 +126,72 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     let defined = define(linker);
     linker.allow_shadowing(false);
     defined
+}
+
+/// Defines `[method]descriptor.$op` of `wasi:filesystem/types` on `$types`, audited: the
+/// operation is described by `PathOp::$describe` of the parameters named, the very
+/// `HostDescriptor::$delegate` is called with every parameter, and its answer is settled
+/// (`PathOp::settle`: a refusal is recorded). `async` where wasmtime-wasi's implementation is.
+macro_rules! audited_descriptor {
+    (
+        $types:ident, async $op:literal ($($arg:ident: $ty:ty),*) -> $ret:ty, $describe:ident($($named:ident),*) => $delegate:ident
+    ) => {
+        $types.func_wrap_async(
+            concat!("[method]descriptor.", $op),
+            |mut store: StoreContextMut<'_, HostState>, ($($arg,)*): ($($ty,)*)| -> Box<dyn Future<Output = FsAnswer<$ret>> + Send + '_> {
+                Box::new(async move {
+                    let op = PathOp::$describe(store.data(), $op, $(&$named),*);
+                    let result = fs::HostDescriptor::$delegate(&mut store.data_mut().filesystem(), $($arg),*).await;
+                    Ok((op.settle(store.data_mut(), result)?,))
+                })
+            },
+        )?
+    };
+    ($types:ident, $op:literal ($($arg:ident: $ty:ty),*) -> $ret:ty, $describe:ident($($named:ident),*) => $delegate:ident) => {
+        $types.func_wrap(
+            concat!("[method]descriptor.", $op),
+            |mut store: StoreContextMut<'_, HostState>, ($($arg,)*): ($($ty,)*)| -> FsAnswer<$ret> {
+                let op = PathOp::$describe(store.data(), $op, $(&$named),*);
+                let result = fs::HostDescriptor::$delegate(&mut store.data_mut().filesystem(), $($arg),*);
+                Ok((op.settle(store.data_mut(), result)?,))
+            },
+        )?
+    };
+}
+
+/// Defines `$name` of `wasi:sockets/$interface` on `$linker`, audited: `$target` (a closure
+/// making the record's target) is taken first, the very `$delegate` is called with every
+/// parameter, and its answer is settled (`settle_socket`: the code `$refused` is recorded as
+/// `$kind`). `async` where wasmtime-wasi's implementation is.
+macro_rules! audited_socket {
+    (
+        $linker:ident, $interface:literal, async $name:literal ($($arg:ident: $ty:ty),*) -> $ret:ty
+            => $delegate:path, $refused:ident as $kind:ident, $target:expr
+    ) => {
+        $linker.instance(&format!("wasi:sockets/{}@{VERSION}", $interface))?.func_wrap_async(
+            $name,
+            |mut store: StoreContextMut<'_, HostState>, ($($arg,)*): ($($ty,)*)| -> Box<dyn Future<Output = SocketAnswer<$ret>> + Send + '_> {
+                Box::new(async move {
+                    let target = $target;
+                    let result = $delegate(&mut store.data_mut().sockets(), $($arg),*).await;
+                    settle_socket(store.data_mut(), result, network::ErrorCode::$refused, RefusalKind::$kind, target)
+                })
+            },
+        )?
+    };
+    (
+        $linker:ident, $interface:literal, $name:literal ($($arg:ident: $ty:ty),*) -> $ret:ty
+            => $delegate:path, $refused:ident as $kind:ident, $target:expr
+    ) => {
+        $linker.instance(&format!("wasi:sockets/{}@{VERSION}", $interface))?.func_wrap(
+            $name,
+            |mut store: StoreContextMut<'_, HostState>, ($($arg,)*): ($($ty,)*)| -> SocketAnswer<$ret> {
+                let target = $target;
+                let result = $delegate(&mut store.data_mut().sockets(), $($arg),*);
+                settle_socket(store.data_mut(), result, network::ErrorCode::$refused, RefusalKind::$kind, target)
+            },
+        )?
+    };
 }
 
 fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
@@ -141,7 +218,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     return Ok((Err(fs::ErrorCode::InsufficientMemory),));
                 }
                 let writes = flags.contains(fs::DescriptorFlags::WRITE) || open_flags.intersects(fs::OpenFlags::CREATE | fs::OpenFlags::TRUNCATE);
-                let op = PathOp::new(store.data(), if writes { "open-at(write)" } else { "open-at" }, &fd, &path);
+                let op = PathOp::at(store.data(), if writes { "open-at(write)" } else { "open-at" }, &fd, &path);
                 let result = fs::HostDescriptor::open_at(&mut store.data_mut().filesystem(), fd, path_flags, path, open_flags, flags).await;
                 if let Ok(opened) = &result {
                     store.data_mut().descriptor_paths.insert(opened, &op.target);
@@ -167,166 +244,28 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             })
         },
     )?;
-    types.func_wrap_async(
-        "[method]descriptor.stat-at",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, path_flags, path): (Fd, fs::PathFlags, String)|
-         -> Box<dyn Future<Output = FsAnswer<fs::DescriptorStat>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "stat-at", &fd, &path);
-                let result = fs::HostDescriptor::stat_at(&mut store.data_mut().filesystem(), fd, path_flags, path).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.metadata-hash-at",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, path_flags, path): (Fd, fs::PathFlags, String)|
-         -> Box<dyn Future<Output = FsAnswer<fs::MetadataHashValue>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "metadata-hash-at", &fd, &path);
-                let result = fs::HostDescriptor::metadata_hash_at(&mut store.data_mut().filesystem(), fd, path_flags, path).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.set-times-at",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, path_flags, path, atime, mtime): (Fd, fs::PathFlags, String, fs::NewTimestamp, fs::NewTimestamp)|
-         -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "set-times-at", &fd, &path);
-                let result = fs::HostDescriptor::set_times_at(&mut store.data_mut().filesystem(), fd, path_flags, path, atime, mtime).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.readlink-at",
-        |mut store: StoreContextMut<'_, HostState>, (fd, path): (Fd, String)| -> Box<dyn Future<Output = FsAnswer<String>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "readlink-at", &fd, &path);
-                let result = fs::HostDescriptor::readlink_at(&mut store.data_mut().filesystem(), fd, path).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.create-directory-at",
-        |mut store: StoreContextMut<'_, HostState>, (fd, path): (Fd, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "create-directory-at", &fd, &path);
-                let result = fs::HostDescriptor::create_directory_at(&mut store.data_mut().filesystem(), fd, path).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.remove-directory-at",
-        |mut store: StoreContextMut<'_, HostState>, (fd, path): (Fd, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "remove-directory-at", &fd, &path);
-                let result = fs::HostDescriptor::remove_directory_at(&mut store.data_mut().filesystem(), fd, path).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.unlink-file-at",
-        |mut store: StoreContextMut<'_, HostState>, (fd, path): (Fd, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::new(store.data(), "unlink-file-at", &fd, &path);
-                let result = fs::HostDescriptor::unlink_file_at(&mut store.data_mut().filesystem(), fd, path).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.symlink-at",
-        |mut store: StoreContextMut<'_, HostState>, (fd, target, link): (Fd, String, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                // The link is a path in the grant; its target is text, shown as the guest wrote it.
-                let mut op = PathOp::new(store.data(), "symlink-at", &fd, &link);
-                op.target = format!("{} -> {}", op.target, shown(&target));
-                let result = fs::HostDescriptor::symlink_at(&mut store.data_mut().filesystem(), fd, target, link).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.rename-at",
-        |mut store: StoreContextMut<'_, HostState>, (fd, from, to_fd, to): (Fd, String, Fd, String)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::pair(store.data(), "rename-at", (&fd, &from), (&to_fd, &to));
-                let result = fs::HostDescriptor::rename_at(&mut store.data_mut().filesystem(), fd, from, to_fd, to).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.link-at",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, path_flags, from, to_fd, to): (Fd, fs::PathFlags, String, Fd, String)|
-         -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::pair(store.data(), "link-at", (&fd, &from), (&to_fd, &to));
-                let result = fs::HostDescriptor::link_at(&mut store.data_mut().filesystem(), fd, path_flags, from, to_fd, to).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.write",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, bytes, offset): (Fd, Vec<u8>, fs::Filesize)|
-         -> Box<dyn Future<Output = FsAnswer<fs::Filesize>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::through(store.data(), "write", &fd);
-                let result = fs::HostDescriptor::write(&mut store.data_mut().filesystem(), fd, bytes, offset).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.set-size",
-        |mut store: StoreContextMut<'_, HostState>, (fd, size): (Fd, fs::Filesize)| -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::through(store.data(), "set-size", &fd);
-                let result = fs::HostDescriptor::set_size(&mut store.data_mut().filesystem(), fd, size).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.set-times",
-        |mut store: StoreContextMut<'_, HostState>,
-         (fd, atime, mtime): (Fd, fs::NewTimestamp, fs::NewTimestamp)|
-         -> Box<dyn Future<Output = FsAnswer<()>> + Send + '_> {
-            Box::new(async move {
-                let op = PathOp::through(store.data(), "set-times", &fd);
-                let result = fs::HostDescriptor::set_times(&mut store.data_mut().filesystem(), fd, atime, mtime).await;
-                Ok((op.settle(store.data_mut(), result)?,))
-            })
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.write-via-stream",
-        |mut store: StoreContextMut<'_, HostState>, (fd, offset): (Fd, fs::Filesize)| -> FsAnswer<Resource<DynOutputStream>> {
-            let op = PathOp::through(store.data(), "write-via-stream", &fd);
-            let result = fs::HostDescriptor::write_via_stream(&mut store.data_mut().filesystem(), fd, offset);
-            Ok((op.settle(store.data_mut(), result)?,))
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.append-via-stream",
-        |mut store: StoreContextMut<'_, HostState>, (fd,): (Fd,)| -> FsAnswer<Resource<DynOutputStream>> {
-            let op = PathOp::through(store.data(), "append-via-stream", &fd);
-            let result = fs::HostDescriptor::append_via_stream(&mut store.data_mut().filesystem(), fd);
-            Ok((op.settle(store.data_mut(), result)?,))
-        },
-    )?;
+    // One entry a method: its name in the record (the WASI name without `[method]descriptor.`),
+    // its parameters and answer, how its guest-visible path(s) are described (`PathOp::at`,
+    // `pair`, `symlink` or `through`, of those parameters), and the `HostDescriptor` method it
+    // delegates to.
+    audited_descriptor!(types, async "stat-at"(fd: Fd, path_flags: fs::PathFlags, path: String) -> fs::DescriptorStat, at(fd, path) => stat_at);
+    audited_descriptor!(types, async "metadata-hash-at"(fd: Fd, path_flags: fs::PathFlags, path: String) -> fs::MetadataHashValue,
+        at(fd, path) => metadata_hash_at);
+    audited_descriptor!(types, async "set-times-at"(fd: Fd, path_flags: fs::PathFlags, path: String, atime: fs::NewTimestamp, mtime: fs::NewTimestamp) -> (),
+        at(fd, path) => set_times_at);
+    audited_descriptor!(types, async "readlink-at"(fd: Fd, path: String) -> String, at(fd, path) => readlink_at);
+    audited_descriptor!(types, async "create-directory-at"(fd: Fd, path: String) -> (), at(fd, path) => create_directory_at);
+    audited_descriptor!(types, async "remove-directory-at"(fd: Fd, path: String) -> (), at(fd, path) => remove_directory_at);
+    audited_descriptor!(types, async "unlink-file-at"(fd: Fd, path: String) -> (), at(fd, path) => unlink_file_at);
+    audited_descriptor!(types, async "symlink-at"(fd: Fd, target: String, link: String) -> (), symlink(fd, link, target) => symlink_at);
+    audited_descriptor!(types, async "rename-at"(fd: Fd, from: String, to_fd: Fd, to: String) -> (), pair(fd, from, to_fd, to) => rename_at);
+    audited_descriptor!(types, async "link-at"(fd: Fd, path_flags: fs::PathFlags, from: String, to_fd: Fd, to: String) -> (),
+        pair(fd, from, to_fd, to) => link_at);
+    audited_descriptor!(types, async "write"(fd: Fd, bytes: Vec<u8>, offset: fs::Filesize) -> fs::Filesize, through(fd) => write);
+    audited_descriptor!(types, async "set-size"(fd: Fd, size: fs::Filesize) -> (), through(fd) => set_size);
+    audited_descriptor!(types, async "set-times"(fd: Fd, atime: fs::NewTimestamp, mtime: fs::NewTimestamp) -> (), through(fd) => set_times);
+    audited_descriptor!(types, "write-via-stream"(fd: Fd, offset: fs::Filesize) -> Resource<DynOutputStream>, through(fd) => write_via_stream);
+    audited_descriptor!(types, "append-via-stream"(fd: Fd) -> Resource<DynOutputStream>, through(fd) => append_via_stream);
 
     define_sockets(linker)
 }
@@ -361,33 +300,16 @@ fn family(family: network::IpAddressFamily) -> &'static str {
 }
 
 fn define_sockets(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    let mut tcp = linker.instance(&format!("wasi:sockets/tcp-create-socket@{VERSION}"))?;
-    tcp.func_wrap("create-tcp-socket", |mut store: StoreContextMut<'_, HostState>, (address_family,): (network::IpAddressFamily,)| {
-        let result = tcp_create_socket::Host::create_tcp_socket(&mut store.data_mut().sockets(), address_family);
-        let target = || format!("tcp {}", family(address_family));
-        settle_socket(store.data_mut(), result, network::ErrorCode::AccessDenied, RefusalKind::Socket, target)
-    })?;
-    let mut udp = linker.instance(&format!("wasi:sockets/udp-create-socket@{VERSION}"))?;
-    udp.func_wrap_async(
-        "create-udp-socket",
-        |mut store: StoreContextMut<'_, HostState>,
-         (address_family,): (network::IpAddressFamily,)|
-         -> Box<dyn Future<Output = SocketAnswer<Resource<wasmtime_wasi::p2::UdpSocket>>> + Send + '_> {
-            Box::new(async move {
-                let result = udp_create_socket::Host::create_udp_socket(&mut store.data_mut().sockets(), address_family).await;
-                let target = || format!("udp {}", family(address_family));
-                settle_socket(store.data_mut(), result, network::ErrorCode::AccessDenied, RefusalKind::Socket, target)
-            })
-        },
-    )?;
-    let mut lookup = linker.instance(&format!("wasi:sockets/ip-name-lookup@{VERSION}"))?;
-    lookup.func_wrap("resolve-addresses", |mut store: StoreContextMut<'_, HostState>, (net, name): (Resource<wasmtime_wasi::p2::Network>, String)| {
-        let shown_name = shown(&name);
-        let result = ip_name_lookup::Host::resolve_addresses(&mut store.data_mut().sockets(), net, name);
-        // With name lookups off, wasmtime-wasi answers every lookup this way, before any
-        // resolver is asked.
-        let refused = network::ErrorCode::PermanentResolverFailure;
-        settle_socket(store.data_mut(), result, refused, RefusalKind::Dns, || shown_name)
-    })?;
+    // One entry a function: its interface and name, its parameters and answer, the `Host`
+    // function it delegates to, the error code that is the refusal and its kind, and the
+    // record's target.
+    audited_socket!(linker, "tcp-create-socket", "create-tcp-socket"(address_family: network::IpAddressFamily) -> Resource<TcpSocket>
+        => tcp_create_socket::Host::create_tcp_socket, AccessDenied as Socket, || format!("tcp {}", family(address_family)));
+    audited_socket!(linker, "udp-create-socket", async "create-udp-socket"(address_family: network::IpAddressFamily) -> Resource<UdpSocket>
+        => udp_create_socket::Host::create_udp_socket, AccessDenied as Socket, || format!("udp {}", family(address_family)));
+    // With name lookups off, wasmtime-wasi answers every lookup with this code, before any
+    // resolver is asked. The name is shown before the call takes it.
+    audited_socket!(linker, "ip-name-lookup", "resolve-addresses"(net: Resource<Network>, name: String) -> Resource<ip_name_lookup::ResolveAddressStream>
+        => ip_name_lookup::Host::resolve_addresses, PermanentResolverFailure as Dns, { let name = shown(&name); move || name });
     Ok(())
 }

@@ -261,8 +261,7 @@ impl HttpListener {
         let reaper = tokio::spawn(sessions::reap(Arc::clone(&shared)));
         let slots = Arc::new(Semaphore::new(shared.options.limits.max_connections.max(1)));
         let health = Arc::new(Semaphore::new(HEALTH_RESERVE));
-        let connections = TaskTracker::new();
-        let close_connections = CancellationToken::new();
+        let connections = Connections { tracker: TaskTracker::new(), close: CancellationToken::new() };
         loop {
             // A slot first (past every slot, connections wait in the kernel's backlog): one of
             // the cap, or else one kept for health checks.
@@ -308,48 +307,31 @@ impl HttpListener {
             let held = match held {
                 Ok(held) => held,
                 Err(Some(permit)) => {
-                    serve_health(&connections, &health_routes, socket, peer, permit, &close_connections);
+                    // A health check: a short deadline for its head, one request, then closed.
+                    let mut http = hyper::server::conn::http1::Builder::new();
+                    http.max_buf_size(8192).max_headers(32).keep_alive(false).header_read_timeout(HEALTH_HEAD_TIMEOUT);
+                    connections.serve(socket, peer, health_routes.clone(), http, permit, "a health-check connection");
                     continue;
                 }
                 Err(None) => continue,
             };
+            // An upgraded WebSocket holds a clone of this until it closes.
             let held = ConnectionHeld(Arc::new(held));
-            let service =
-                hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))).layer(axum::Extension(held.clone())));
             let mut http = hyper::server::conn::http1::Builder::new();
-            http.max_buf_size(shared.options.limits.max_head.max(8192))
-                .max_headers(100)
-                .header_read_timeout(shared.options.limits.head_timeout)
-                .timer(hyper_util::rt::TokioTimer::new());
-            let close = close_connections.clone();
-            connections.spawn(async move {
-                // An upgraded WebSocket holds a clone of this until it closes.
-                let _held = held;
-                let connection = http.serve_connection(TokioIo::new(socket), service).with_upgrades();
-                tokio::pin!(connection);
-                let outcome = tokio::select! {
-                    outcome = connection.as_mut() => outcome,
-                    () = close.cancelled() => {
-                        connection.as_mut().graceful_shutdown();
-                        connection.await
-                    }
-                };
-                if let Err(err) = outcome {
-                    tracing::debug!(%peer, error = %err, "connection ended with an error");
-                }
-            });
+            http.max_buf_size(shared.options.limits.max_head.max(8192)).max_headers(100).header_read_timeout(shared.options.limits.head_timeout);
+            connections.serve(socket, peer, routes.clone().layer(axum::Extension(held.clone())), http, held, "connection");
         }
         drop(listener);
         tracing::info!("shutting down: no new connections; in-flight calls may finish");
         // Idle streams end now; connections close once their current request is answered.
         shared.shutdown.cancel();
-        close_connections.cancel();
+        connections.close.cancel();
         shared.work.close();
-        connections.close();
+        connections.tracker.close();
         let grace = shared.options.shutdown_grace;
         let finished = tokio::time::timeout(grace, async {
             shared.work.wait().await;
-            connections.wait().await;
+            connections.tracker.wait().await;
         })
         .await;
         if finished.is_err() {
@@ -358,7 +340,7 @@ impl HttpListener {
             // Their replies go out before the connections close.
             let _ = tokio::time::timeout(ANSWER_WRITE, async {
                 shared.work.wait().await;
-                connections.wait().await;
+                connections.tracker.wait().await;
             })
             .await;
         }
@@ -394,35 +376,44 @@ fn refused_connection(peer: &SocketAddr, why: &str) {
     }
 }
 
-/// Serves one connection that may only ask `/healthz` or `/readyz`: a short deadline for its
-/// head, one request, then closed.
-fn serve_health(
-    connections: &TaskTracker,
-    routes: &Routes,
-    socket: tokio::net::TcpStream,
-    peer: SocketAddr,
-    permit: tokio::sync::OwnedSemaphorePermit,
-    close: &CancellationToken,
-) {
-    let service = hyper_util::service::TowerToHyperService::new(routes.clone().layer(axum::Extension(guard::Peer(peer))));
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.max_buf_size(8192).max_headers(32).keep_alive(false).header_read_timeout(HEALTH_HEAD_TIMEOUT).timer(hyper_util::rt::TokioTimer::new());
-    let close = close.clone();
-    connections.spawn(async move {
-        let _permit = permit;
-        let connection = http.serve_connection(TokioIo::new(socket), service);
-        tokio::pin!(connection);
-        let outcome = tokio::select! {
-            outcome = connection.as_mut() => outcome,
-            () = close.cancelled() => {
-                connection.as_mut().graceful_shutdown();
-                connection.await
+/// The connections being served, and the signal that tells them to close once their current
+/// request is answered.
+struct Connections {
+    tracker: TaskTracker,
+    close: CancellationToken,
+}
+
+impl Connections {
+    /// Serves one accepted connection with `routes` (told its peer) under `http`, keeping
+    /// `held` (its slot, and its client's share) until it ends; `what` names it in the log.
+    fn serve(
+        &self,
+        socket: tokio::net::TcpStream,
+        peer: SocketAddr,
+        routes: Routes,
+        mut http: hyper::server::conn::http1::Builder,
+        held: impl Send + 'static,
+        what: &'static str,
+    ) {
+        let service = hyper_util::service::TowerToHyperService::new(routes.layer(axum::Extension(guard::Peer(peer))));
+        http.timer(hyper_util::rt::TokioTimer::new());
+        let close = self.close.clone();
+        self.tracker.spawn(async move {
+            let _held = held;
+            let connection = http.serve_connection(TokioIo::new(socket), service).with_upgrades();
+            tokio::pin!(connection);
+            let outcome = tokio::select! {
+                outcome = connection.as_mut() => outcome,
+                () = close.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(err) = outcome {
+                tracing::debug!(%peer, error = %err, "{what} ended with an error");
             }
-        };
-        if let Err(err) = outcome {
-            tracing::debug!(%peer, error = %err, "a health-check connection ended with an error");
-        }
-    });
+        });
+    }
 }
 
 /// The routes of a connection served for health checks only.
