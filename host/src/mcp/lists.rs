@@ -7,28 +7,35 @@ use serde_json::{Map, Value, json};
 use super::error::McpError;
 use super::reply::{Reply, to_json};
 use super::request::ListMethod;
+use super::shape;
 use crate::plugin::ListCacheHints;
 use crate::protocol::{CacheHint, CacheScope};
+use crate::revision::Revision;
 use crate::router::{Named, Router};
 
 /// A list a plugin gave no cache hint for may not be reused: it can change at any time.
 const LIST_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
 
-/// One page of `list`, with its cache hint.
-pub(super) fn serve(router: &Router, list: ListMethod, cursor: Option<&str>) -> Result<Reply, McpError> {
+/// One page of `list`, each item shaped for `revision`, with its cache hint.
+pub(super) fn serve(router: &Router, list: ListMethod, cursor: Option<&str>, revision: Revision) -> Result<Reply, McpError> {
     let result = match list {
-        ListMethod::Tools => page(router, router.tools(), cursor, "tools"),
-        ListMethod::Prompts => page(router, router.prompts(), cursor, "prompts"),
-        ListMethod::Resources => page(router, router.resources(), cursor, "resources"),
-        ListMethod::ResourceTemplates => page(router, router.resource_templates(), cursor, "resourceTemplates"),
+        ListMethod::Tools => page(router, router.tools(), cursor, "tools", |tool| shape::tool(tool, revision)),
+        ListMethod::Prompts => page(router, router.prompts(), cursor, "prompts", |prompt| shape::prompt(prompt, revision)),
+        ListMethod::Resources => page(router, router.resources(), cursor, "resources", |resource| shape::resource(resource, revision)),
+        ListMethod::ResourceTemplates => page(router, router.resource_templates(), cursor, "resourceTemplates", |template| shape::template(template, revision)),
     }?;
     Ok(Reply::cached(result, cache(router, list)))
 }
 
-fn page<T: Named + Serialize>(router: &Router, items: &[T], cursor: Option<&str>, field: &str) -> Result<Value, McpError> {
+fn page<'a, T, S>(router: &Router, items: &'a [T], cursor: Option<&str>, field: &str, shaped: impl Fn(&'a T) -> S) -> Result<Value, McpError>
+where
+    T: Named,
+    S: Serialize,
+{
     let page = router.page(items, cursor)?;
     let mut result = Map::new();
-    result.insert(field.into(), to_json(page.items)?);
+    let items: Vec<S> = page.items.iter().map(shaped).collect();
+    result.insert(field.into(), to_json(&items)?);
     if let Some(next) = page.next_cursor {
         result.insert("nextCursor".into(), json!(next));
     }

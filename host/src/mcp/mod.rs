@@ -80,7 +80,7 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
         Request::Initialize => Ok(Reply::new(lifecycle::initialize_result(&scope.router, scope.revision()))),
         Request::Ping => Ok(Reply::new(json!({}))),
         Request::Discover => Ok(Reply::cached(lifecycle::discover_result(&scope.router), DISCOVER_CACHE)),
-        Request::List { list, cursor } => lists::serve(&scope.router, list, cursor.as_deref()),
+        Request::List { list, cursor } => lists::serve(&scope.router, list, cursor.as_deref(), scope.revision()),
         Request::Call(call) => calls::serve(scope, call).await,
         Request::Complete { target, argument, context } => {
             let cx = scope.cx.clone().with_request(scope.context.clone());

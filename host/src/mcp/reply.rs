@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use super::Era;
 use super::lifecycle::{META_SERVER_INFO, server_info};
-use super::request::Method;
 use super::shape;
 use crate::jsonrpc::{self, Id};
 use crate::protocol::{CacheHint, CallToolResult};
@@ -32,16 +31,12 @@ impl Reply {
         Reply { result, cache: Some(cache) }
     }
 
-    /// The response line answering `id`: the result shaped for the request's revision, and for
-    /// 2026-07-28 given `resultType` (unless it has its own), server info in `_meta`, and its
+    /// The response line answering `id`. The result was shaped for its revision when it was
+    /// written (`shape`); a 2026-07-28 result is given here the envelope every result of that
+    /// revision carries: `resultType` (unless it has its own), server info in `_meta`, and its
     /// cache hint.
-    pub fn into_line(self, id: &Id, method: &Method, era: Era) -> String {
+    pub fn into_line(self, id: &Id, era: Era) -> String {
         let Reply { mut result, cache } = self;
-        let revision = match era {
-            Era::Legacy { version } => version,
-            Era::Modern { .. } => Revision::V2026_07_28,
-        };
-        shape::shape(&mut result, method, revision);
         if let (Era::Modern { .. }, Value::Object(object)) = (era, &mut result) {
             object.entry("resultType").or_insert_with(|| json!("complete"));
             let meta = object.entry("_meta").or_insert_with(|| json!({}));
@@ -64,9 +59,10 @@ pub(super) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, super::
     })
 }
 
-/// A tool's result as JSON. The text and data of its blocks move into the value instead of
-/// being copied: they are nearly all of a large result.
-pub(crate) fn call_result_json(mut result: CallToolResult) -> Result<Value, super::McpError> {
+/// A tool's result as JSON for `revision`. The text and data of its blocks move into the value
+/// instead of being copied: they are nearly all of a large result.
+pub(crate) fn call_result_json(result: CallToolResult, revision: Revision) -> Result<Value, super::McpError> {
+    let mut result = shape::call_result(result, revision);
     let bodies: Vec<Option<(&'static str, String)>> =
         result.content.iter_mut().map(|block| block.body_mut().map(|(field, body)| (field, std::mem::take(body)))).collect();
     let mut value = to_json(&result)?;

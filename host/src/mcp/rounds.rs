@@ -21,6 +21,7 @@ use super::lifecycle::META_RELATED_TASK;
 use super::reply::{Reply, call_result_json, to_json};
 use super::request::Target;
 use super::scope::{AskFailure, Scope};
+use super::shape;
 use crate::input::seal::{Binding, Round};
 use crate::input::{InputMethod, InputRequest, InputRequired, InputResponse, Outcome, RequestContext, missing_capabilities};
 use crate::jsonrpc::shortened;
@@ -232,13 +233,15 @@ fn input_failed(target: &Target, plugin: &str, failure: AskFailure) -> Result<Re
     }
 }
 
-/// Runs the plugin once in `router`; errors are mapped as each method maps them.
+/// Runs the plugin once in `router`; errors are mapped as each method maps them, and results
+/// are shaped for the revision the request is served under.
 pub(super) async fn run_once(router: &Router, target: &Target, cx: &CallContext) -> Result<(String, Outcome<Reply>), McpError> {
+    let revision = cx.request.protocol_version;
     match target {
         Target::Tool { name, arguments } => match router.call_tool(name, arguments, cx).await {
             Ok((plugin, outcome)) => {
                 let outcome = match outcome {
-                    Outcome::Complete(result) => Outcome::Complete(Reply::new(call_result_json(result)?)),
+                    Outcome::Complete(result) => Outcome::Complete(Reply::new(call_result_json(result, revision)?)),
                     Outcome::InputRequired(required) => Outcome::InputRequired(required),
                 };
                 Ok((plugin.to_owned(), outcome))
@@ -258,7 +261,7 @@ pub(super) async fn run_once(router: &Router, target: &Target, cx: &CallContext)
         Target::Prompt { name, arguments, .. } => {
             let (plugin, outcome) = router.get_prompt(name, arguments, cx).await?;
             let outcome = match outcome {
-                Outcome::Complete(result) => Outcome::Complete(Reply::new(to_json(&result)?)),
+                Outcome::Complete(result) => Outcome::Complete(Reply::new(to_json(&shape::prompt_result(result, revision))?)),
                 Outcome::InputRequired(required) => Outcome::InputRequired(required),
             };
             Ok((plugin.to_owned(), outcome))
@@ -268,7 +271,7 @@ pub(super) async fn run_once(router: &Router, target: &Target, cx: &CallContext)
             let outcome = match outcome {
                 Outcome::Complete(result) => {
                     let cache = result.cache.unwrap_or(READ_DEFAULT_CACHE);
-                    Outcome::Complete(Reply::cached(to_json(&result)?, cache))
+                    Outcome::Complete(Reply::cached(to_json(&shape::read_result(result, revision))?, cache))
                 }
                 Outcome::InputRequired(required) => Outcome::InputRequired(required),
             };

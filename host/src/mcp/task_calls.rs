@@ -304,7 +304,9 @@ async fn run_task_once(router: &Router, target: &Target, cx: &CallContext) -> Re
         return Ok((plugin, Ran::Outcome(outcome)));
     };
     match router.call_tool(name, arguments, cx).await {
-        Ok((plugin, Outcome::Complete(result))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::Complete(Reply::new(call_result_json(result)?))))),
+        Ok((plugin, Outcome::Complete(result))) => {
+            Ok((plugin.to_owned(), Ran::Outcome(Outcome::Complete(Reply::new(call_result_json(result, cx.request.protocol_version)?)))))
+        }
         Ok((plugin, Outcome::InputRequired(required))) => Ok((plugin.to_owned(), Ran::Outcome(Outcome::InputRequired(required)))),
         Err(RouteError::Plugin { plugin, error }) => match error {
             PluginError::NotFound(_) => Err(McpError::InvalidParams(format!("unknown tool `{name}`"))),

@@ -38,7 +38,7 @@ impl Session {
     /// the client asked for, tagged with the request's id, until the client cancels the request
     /// (no reply) or its input ends (the closing result).
     pub(super) async fn listen(self: Arc<Self>, running: Running, params: Option<Map<String, Value>>) {
-        let Running { id, method, generation, scope, permit } = running;
+        let Running { id, generation, scope, permit, .. } = running;
         let opened = match Arc::clone(&self.listens).try_acquire_owned() {
             Ok(listening) => {
                 let tasks_declared = mcp::declares_extension(&scope.context);
@@ -50,7 +50,7 @@ impl Session {
             Ok(opened) => opened,
             Err(error) => {
                 if let Some(entry) = self.finish(&id, generation) {
-                    self.reply(&entry.dest, &id, &method, scope.era, Err(error), Some(permit)).await;
+                    self.reply(&entry.dest, &id, scope.era, Err(error), Some(permit)).await;
                 }
                 return;
             }
@@ -71,7 +71,7 @@ impl Session {
             }
         }
         if let Some(entry) = self.finish(&id, generation) {
-            self.reply(&entry.dest, &id, &method, scope.era, Ok(Reply::new(mcp::closing_result(&id))), Some(permit)).await;
+            self.reply(&entry.dest, &id, scope.era, Ok(Reply::new(mcp::closing_result(&id))), Some(permit)).await;
         }
     }
 }

@@ -4,7 +4,7 @@
 //! session fixes each request's `Scope` when it admits it and hands it to `mcp::dispatch`.
 //!
 //! One `Session` serves one channel: the stdio stream, a WebSocket, a legacy HTTP session, or
-//! (`Session::stateless`) one 2026-07-28 HTTP request. A request carrying the 2026-07-28
+//! (`Session::one_request`) one 2026-07-28 HTTP request. A request carrying the 2026-07-28
 //! `_meta` is served statelessly; anything else follows the legacy `initialize` lifecycle of
 //! the channel. A transport whose requests arrive on streams of their own (an HTTP POST) hands
 //! each frame in with that stream's queue (`handle_frame_on`): the reply, and the progress,
@@ -45,7 +45,7 @@ pub use crate::mcp::{
     META_SUBSCRIPTION_ID, MISSING_REQUIRED_CLIENT_CAPABILITY, SERVER_BUSY, ServerLimits, ServerState, TASK_AFTER, TASKS_EXTENSION, is_modern,
 };
 pub use crate::router::HeaderParam;
-pub use outbound::{Frame, FrameKind, Outbound, OutboundLimits, OutboundReceiver, Slot, TransportClosed, outbound, outbound_charged};
+pub use outbound::{Outbound, OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, Slot, TransportClosed, outbound, outbound_charged};
 
 use batch::{Batch, Dest};
 
@@ -157,12 +157,12 @@ impl Session {
 
     /// A session that serves only 2026-07-28 requests (one HTTP request without a session):
     /// `initialize` and everything else without that revision's `_meta` is refused.
-    pub fn stateless(server: Arc<ServerState>, out: Outbound) -> Arc<Session> {
+    pub fn one_request(server: Arc<ServerState>, out: Outbound) -> Arc<Session> {
         Session::build(server, out, true, None)
     }
 
-    /// `stateless`, for a request from `client` (its address): its tasks count against it.
-    pub fn stateless_from(server: Arc<ServerState>, out: Outbound, client: &str) -> Arc<Session> {
+    /// `one_request`, for a request from `client` (its address): its tasks count against it.
+    pub fn one_request_from(server: Arc<ServerState>, out: Outbound, client: &str) -> Arc<Session> {
         Session::build(server, out, true, Some(Arc::from(client)))
     }
 
@@ -364,7 +364,7 @@ impl Session {
             if method == Method::Initialize && outcome.is_ok() {
                 self.follow_changes();
             }
-            return self.reply(&dest, &id, &method, era, outcome, None).await;
+            return self.reply(&dest, &id, era, outcome, None).await;
         }
         let Some(admitted) = self.admit(&id, &dest).await else { return };
         tracing::debug!(request = %id, method = %crate::escape::Escaped(method.name()), "request admitted");
@@ -516,7 +516,7 @@ impl Session {
         // The request counts as in flight until its reply has room in the queue (a client that
         // does not read stops having requests admitted), and stops counting before the reply can
         // reach the client (a client that keeps exactly `MAX_IN_FLIGHT` going is never refused).
-        self.reply(&entry.dest, &id, &method, era, outcome, Some(permit)).await;
+        self.reply(&entry.dest, &id, era, outcome, Some(permit)).await;
     }
 
     /// Where this task's messages to the client go: its request's stream, or (outside a
@@ -530,9 +530,9 @@ impl Session {
     }
 
     /// Answers a request; `admitted` (its in-flight permit) is released once the reply has room.
-    async fn reply(&self, dest: &Dest, id: &Id, method: &Method, era: Era, outcome: Result<Reply, McpError>, admitted: Option<Permit>) {
+    async fn reply(&self, dest: &Dest, id: &Id, era: Era, outcome: Result<Reply, McpError>, admitted: Option<Permit>) {
         match outcome {
-            Ok(reply) => self.deliver(dest, reply.into_line(id, method, era), None, admitted).await,
+            Ok(reply) => self.deliver(dest, reply.into_line(id, era), None, admitted).await,
             Err(error) => {
                 let error = error.to_wire(Some(era.revision()));
                 self.deliver(dest, jsonrpc::error_line(Some(id), &error), Some(error.code), admitted).await;
@@ -564,7 +564,7 @@ impl Session {
         drop(admitted);
         drop(held);
         if let Ok(slot) = slot {
-            slot.send(line, FrameKind::Reply { error });
+            slot.send(line, OutgoingKind::Reply { error });
         }
     }
 }

@@ -48,7 +48,7 @@ pub struct TransportClosed;
 
 /// What a queued message is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameKind {
+pub enum OutgoingKind {
     /// The reply to a request of the client (or the array answering a batch); `error` is the
     /// JSON-RPC error code when the reply is an error.
     Reply { error: Option<i64> },
@@ -58,11 +58,11 @@ pub enum FrameKind {
 
 /// One queued message; its share of the byte budget is released when the writer drops it.
 #[derive(Debug)]
-pub struct Frame {
+pub struct Outgoing {
     /// The message, one JSON text without a trailing newline.
     pub line: String,
     /// Whether it is a reply.
-    pub kind: FrameKind,
+    pub kind: OutgoingKind,
     _bytes: OwnedSemaphorePermit,
     _charge: Option<Charge>,
 }
@@ -70,7 +70,7 @@ pub struct Frame {
 /// The session's sending half.
 #[derive(Debug, Clone)]
 pub struct Outbound {
-    tx: mpsc::Sender<Frame>,
+    tx: mpsc::Sender<Outgoing>,
     bytes: Arc<Semaphore>,
     max_bytes: usize,
     shed: Arc<AtomicU64>,
@@ -80,7 +80,7 @@ pub struct Outbound {
 /// Room for one message in the queue, taken before the message is sent.
 #[derive(Debug)]
 pub struct Slot {
-    place: mpsc::OwnedPermit<Frame>,
+    place: mpsc::OwnedPermit<Outgoing>,
     bytes: OwnedSemaphorePermit,
     charge: Option<Charge>,
 }
@@ -89,7 +89,7 @@ impl Slot {
     /// Queues `line` in the room this slot holds (never waits). A line longer than the slot
     /// was reserved for still goes: the queue's byte budget is a bound on what waits, and the
     /// slot's bytes are released with the frame.
-    pub fn send(self, line: String, kind: FrameKind) {
+    pub fn send(self, line: String, kind: OutgoingKind) {
         let mut charge = self.charge;
         if let Some(charge) = &mut charge
             && charge.bytes() != line.len()
@@ -97,14 +97,14 @@ impl Slot {
             // Shrinking always succeeds; growing past a spent budget keeps the reserved charge.
             let _ = charge.grow_to(line.len());
         }
-        self.place.send(Frame { line, kind, _bytes: self.bytes, _charge: charge });
+        self.place.send(Outgoing { line, kind, _bytes: self.bytes, _charge: charge });
     }
 }
 
 /// The transport's receiving half.
 #[derive(Debug)]
 pub struct OutboundReceiver {
-    rx: mpsc::Receiver<Frame>,
+    rx: mpsc::Receiver<Outgoing>,
 }
 
 /// A bounded queue from a session to a transport writer.
@@ -130,7 +130,7 @@ impl Outbound {
     /// # Errors
     /// `TransportClosed` once the receiver is gone.
     pub async fn reply(&self, line: String, error: Option<i64>) -> Result<(), TransportClosed> {
-        self.send_kind(line, FrameKind::Reply { error }).await
+        self.send_kind(line, OutgoingKind::Reply { error }).await
     }
 
     /// Queues a message that must not be shed (a request to the client, a listen
@@ -139,10 +139,10 @@ impl Outbound {
     /// # Errors
     /// `TransportClosed` once the receiver is gone.
     pub async fn send(&self, line: String) -> Result<(), TransportClosed> {
-        self.send_kind(line, FrameKind::Message).await
+        self.send_kind(line, OutgoingKind::Message).await
     }
 
-    async fn send_kind(&self, line: String, kind: FrameKind) -> Result<(), TransportClosed> {
+    async fn send_kind(&self, line: String, kind: OutgoingKind) -> Result<(), TransportClosed> {
         self.reserve(line.len()).await?.send(line, kind);
         Ok(())
     }
@@ -175,7 +175,7 @@ impl Outbound {
                 return false;
             }
         };
-        match self.tx.try_send(Frame { line, kind: FrameKind::Message, _bytes: permit, _charge: charge }) {
+        match self.tx.try_send(Outgoing { line, kind: OutgoingKind::Message, _bytes: permit, _charge: charge }) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.count_shed();
@@ -204,17 +204,17 @@ impl Outbound {
 
 impl OutboundReceiver {
     /// The next message; `None` once every sender is gone and the queue is empty.
-    pub async fn recv(&mut self) -> Option<Frame> {
+    pub async fn recv(&mut self) -> Option<Outgoing> {
         self.rx.recv().await
     }
 
     /// The next message, blocking the current (non-async) thread.
-    pub fn blocking_recv(&mut self) -> Option<Frame> {
+    pub fn blocking_recv(&mut self) -> Option<Outgoing> {
         self.rx.blocking_recv()
     }
 
     /// A message that is already queued, if any.
-    pub fn try_recv(&mut self) -> Option<Frame> {
+    pub fn try_recv(&mut self) -> Option<Outgoing> {
         self.rx.try_recv().ok()
     }
 }

@@ -1157,5 +1157,5 @@ fn a_tool_result_moved_into_json_is_the_json_it_serializes_to() {
         meta: raw(r#"{"m":"v"}"#),
     };
     let expected = serde_json::to_value(&result).expect("serializes");
-    assert_eq!(crate::mcp::call_result_json(result).expect("converts"), expected);
+    assert_eq!(crate::mcp::call_result_json(result, crate::revision::Revision::V2026_07_28).expect("converts"), expected);
 }

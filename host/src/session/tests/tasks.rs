@@ -454,7 +454,7 @@ async fn a_legacy_task_whose_plugin_crashed_or_hit_a_limit_fails_and_its_result_
 /// A channel of `server` whose requests come from the client at `address`.
 fn client_at(server: &Arc<ServerState>, address: &str) -> Harness {
     let (tx, rx) = outbound(OutboundLimits::default());
-    Harness { session: Session::stateless_from(Arc::clone(server), tx, address), rx }
+    Harness { session: Session::one_request_from(Arc::clone(server), tx, address), rx }
 }
 
 #[tokio::test(start_paused = true)]

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::peers::Share;
 use crate::budget::{Budget, Charge};
-use crate::session::{Frame, FrameKind, OutboundReceiver};
+use crate::session::{OutboundReceiver, Outgoing, OutgoingKind};
 
 /// Replay events given up, process-wide, because the memory budget was spent.
 pub(super) static REPLAY_EVICTED: AtomicU64 = AtomicU64::new(0);
@@ -277,7 +277,7 @@ impl ResumableStream {
 /// Moves what the session sends on one stream into its log and to its client: `first` (a
 /// frame already taken), then the queue, until the reply when `until_reply`, else until the
 /// queue ends.
-pub(super) async fn pump(stream: Arc<ResumableStream>, first: Option<Frame>, mut queue: OutboundReceiver, until_reply: bool) {
+pub(super) async fn pump(stream: Arc<ResumableStream>, first: Option<Outgoing>, mut queue: OutboundReceiver, until_reply: bool) {
     let mut next = first;
     loop {
         let frame = match next.take() {
@@ -288,7 +288,7 @@ pub(super) async fn pump(stream: Arc<ResumableStream>, first: Option<Frame>, mut
             },
         };
         stream.append(&frame.line).await;
-        if until_reply && matches!(frame.kind, FrameKind::Reply { .. }) {
+        if until_reply && matches!(frame.kind, OutgoingKind::Reply { .. }) {
             break;
         }
     }

@@ -32,7 +32,7 @@ use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
 use crate::jsonrpc;
 use crate::revision::Revision;
-use crate::session::{Frame, FrameKind, OutboundLimits, OutboundReceiver, SERVER_BUSY, ServerState, Session, is_modern, outbound_charged};
+use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, SERVER_BUSY, ServerState, Session, is_modern, outbound_charged};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -137,7 +137,7 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
             stream.prime();
         }
         let first = first.unwrap_or_else(|_still_running| None);
-        let (replay, live) = if first.as_ref().is_some_and(|frame| matches!(frame.kind, FrameKind::Reply { .. })) {
+        let (replay, live) = if first.as_ref().is_some_and(|frame| matches!(frame.kind, OutgoingKind::Reply { .. })) {
             // Logged (so still resumable) and ended before the client attaches: no task.
             sse::pump(Arc::clone(&stream), first, queue, true).await;
             http.stream_ended(&stream);
@@ -165,9 +165,9 @@ async fn session_post(shared: &Arc<Shared>, http: &Arc<HttpSession>, value: Valu
 }
 
 /// Waits for the reply, dropping what comes before it (a client that takes only JSON).
-async fn reply_only(queue: &mut OutboundReceiver) -> Option<Frame> {
+async fn reply_only(queue: &mut OutboundReceiver) -> Option<Outgoing> {
     while let Some(frame) = queue.recv().await {
-        if matches!(frame.kind, FrameKind::Reply { .. }) {
+        if matches!(frame.kind, OutgoingKind::Reply { .. }) {
             return Some(frame);
         }
     }
@@ -195,7 +195,7 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<ServerState>, headers: &Hea
     };
     let has_request = holds_request(&value);
     let (out, mut queue) = outbound_charged(POST_QUEUE, server.budget());
-    let session = Session::stateless_from(server, out.clone(), &client.to_string());
+    let session = Session::one_request_from(server, out.clone(), &client.to_string());
     shared.track(&session);
     session.handle_value_on(value, out).await;
     if !has_request {
@@ -208,7 +208,7 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<ServerState>, headers: &Hea
         guard.disarm();
         return refusal(StatusCode::INTERNAL_SERVER_ERROR, "the request ended without a reply");
     };
-    if let FrameKind::Reply { error } = first.kind
+    if let OutgoingKind::Reply { error } = first.kind
         && accepts.json
     {
         guard.disarm();
@@ -227,9 +227,9 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<ServerState>, headers: &Hea
 
 /// The SSE body of a stateless request: its messages, then its reply; no ids (2026-07-28 has no
 /// resumption). At shutdown a listen request is told to close (its closing result ends it).
-fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, shared: &Arc<Shared>, share: Option<Share>) -> Body {
+fn ephemeral_body(first: Outgoing, queue: OutboundReceiver, guard: CancelOnDrop, shared: &Arc<Shared>, share: Option<Share>) -> Body {
     struct State {
-        first: Option<Frame>,
+        first: Option<Outgoing>,
         queue: OutboundReceiver,
         guard: CancelOnDrop,
         stop: tokio_util::sync::CancellationToken,
@@ -278,7 +278,7 @@ fn ephemeral_body(first: Frame, queue: OutboundReceiver, guard: CancelOnDrop, sh
                 }
             },
         };
-        state.done = matches!(frame.kind, FrameKind::Reply { .. });
+        state.done = matches!(frame.kind, OutgoingKind::Reply { .. });
         Some((Ok(sse::message_event(None, &frame.line)), state))
     }))
 }

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
 
-use crate::session::{Frame, OutboundLimits, OutboundReceiver, ServerState, Session, outbound_charged};
+use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, ServerState, Session, outbound_charged};
 
 mod reactor_fd;
 
@@ -308,7 +308,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut rx: OutboundReceiver, output: W)
     output.flush().await
 }
 
-async fn write_frame<W: AsyncWrite + Unpin>(output: &mut W, frame: Frame) -> std::io::Result<()> {
+async fn write_frame<W: AsyncWrite + Unpin>(output: &mut W, frame: Outgoing) -> std::io::Result<()> {
     output.write_all(frame.line.as_bytes()).await?;
     output.write_all(b"\n").await
 }
