@@ -16,7 +16,7 @@ use crate::jsonrpc::shortened;
 pub(super) async fn serve(scope: &Scope, call: Call) -> Result<Reply, McpError> {
     let Call { target, task, responses, state } = call;
     let router = &scope.router;
-    let context = &scope.context;
+    let context = scope.context();
     if let Target::Tool { name, .. } = &target
         && let Some((tool, _)) = router.tool(name)
         && let Some(required) = &tool.required_capabilities
@@ -41,14 +41,17 @@ pub(super) async fn serve(scope: &Scope, call: Call) -> Result<Reply, McpError> 
     };
     match (scope.era, mode) {
         (Era::Legacy { .. }, CallMode::Experimental { ttl }) => task_calls::start_experimental_task(scope, target, ttl).await,
-        (Era::Legacy { .. }, _) => rounds::serve_in_session(scope, &target, context.clone(), &scope.cx, None).await,
+        (Era::Legacy { .. }, _) => rounds::serve_in_session(scope, &target, &scope.cx, None).await,
         (Era::Modern { .. }, mode) => {
             let (context, unsealed) = match rounds::open_round(scope, &target, responses, state)? {
                 Opened::Ready(context, unsealed) => (context, unsealed),
                 Opened::AskAgain(reply) => return Ok(reply),
             };
             match mode {
-                CallMode::Extension { required } => task_calls::call_as_extension_task(scope, target, context, required).await,
+                CallMode::Extension { required } => {
+                    let context = context.unwrap_or_else(|| scope.context().clone());
+                    task_calls::call_as_extension_task(scope, target, context, required).await
+                }
                 _ => rounds::serve_stateless(scope, &target, context, unsealed).await,
             }
         }

@@ -83,8 +83,7 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
         Request::List { list, cursor } => lists::serve(&scope.router, list, cursor.as_deref(), scope.revision()),
         Request::Call(call) => calls::serve(scope, call).await,
         Request::Complete { target, argument, context } => {
-            let cx = scope.cx.clone().with_request(scope.context.clone());
-            let completion = scope.router.complete(&target, (&argument.0, &argument.1), context, &cx).await?;
+            let completion = scope.router.complete(&target, (&argument.0, &argument.1), context, &scope.cx).await?;
             Ok(Reply::new(json!({"completion": reply::to_json(&completion)?})))
         }
         Request::Subscribe { uri } => {

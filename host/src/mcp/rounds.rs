@@ -82,8 +82,7 @@ impl Target {
 /// asks again (without running the plugin) for what is still missing.
 pub(super) fn open_round(scope: &Scope, target: &Target, responses: Option<Value>, state: Option<Value>) -> Result<Opened, McpError> {
     let key = &scope.state.state_key;
-    let mut context = scope.context.clone();
-    let caller = context.caller.clone();
+    let caller = scope.context().caller.clone();
     let responses = match responses {
         None => Map::new(),
         Some(Value::Object(responses)) => responses,
@@ -120,11 +119,12 @@ pub(super) fn open_round(scope: &Scope, target: &Target, responses: Option<Value
             })?;
             return Ok(Opened::AskAgain(input_required_result(&round.requests, sealed)));
         }
+        let mut context = scope.context().clone();
         context.input_responses = round.answered;
         context.state = round.plugin_state;
-        return Ok(Opened::Ready(context, Map::new()));
+        return Ok(Opened::Ready(Some(context), Map::new()));
     }
-    Ok(Opened::Ready(context, responses))
+    Ok(Opened::Ready(None, responses))
 }
 
 /// 2026-07-28: one run per request; input goes back to the client in a sealed round.
@@ -133,16 +133,18 @@ pub(super) fn open_round(scope: &Scope, target: &Target, responses: Option<Value
 /// the plugin asks, and the answers cover every key it asked, it runs once more with the
 /// answers to exactly those keys (under the methods it named, checked like any answer);
 /// other keys are dropped. Otherwise the answers are ignored and the question goes back.
-pub(super) async fn serve_stateless(scope: &Scope, target: &Target, context: RequestContext, unsealed: Map<String, Value>) -> Result<Reply, McpError> {
-    let run = scope.cx.clone().with_request(context.clone());
-    let (plugin, outcome) = run_once(&scope.router, target, &run).await?;
+pub(super) async fn serve_stateless(scope: &Scope, target: &Target, opened: Option<RequestContext>, unsealed: Map<String, Value>) -> Result<Reply, McpError> {
+    let opened = opened.map(|context| scope.cx.clone().with_request(context));
+    let run = opened.as_ref().unwrap_or(&scope.cx);
+    let context = &*run.request;
+    let (plugin, outcome) = run_once(&scope.router, target, run).await?;
     let required = match outcome {
         Outcome::Complete(finished) => return Ok(finished),
         Outcome::InputRequired(required) => required,
     };
     let covered = !unsealed.is_empty() && !required.requests.is_empty() && required.requests.iter().all(|r| unsealed.contains_key(&r.key));
     if !covered {
-        return answer_input_required(scope, target, &plugin, &context, required);
+        return answer_input_required(scope, target, &plugin, context, required);
     }
     refuse_undeclared(&required, &context.client_capabilities, &plugin)?;
     let mut answered = context.clone();
@@ -153,7 +155,7 @@ pub(super) async fn serve_stateless(scope: &Scope, target: &Target, context: Req
     let (plugin, outcome) = run_once(&scope.router, target, &run).await?;
     match outcome {
         Outcome::Complete(finished) => Ok(finished),
-        Outcome::InputRequired(required) => answer_input_required(scope, target, &plugin, &context, required),
+        Outcome::InputRequired(required) => answer_input_required(scope, target, &plugin, context, required),
     }
 }
 
@@ -186,22 +188,18 @@ pub(super) fn answer_input_required(
 /// A legacy session: the client is asked through the scope's client handle and the plugin runs
 /// again, up to `MAX_ROUNDS`. When the request runs as a `task`, the task waits in
 /// `input_required` while the client is asked, and the questions name it.
-pub(super) async fn serve_in_session(
-    scope: &Scope,
-    target: &Target,
-    mut context: RequestContext,
-    cx: &CallContext,
-    task: Option<&crate::tasks::Task>,
-) -> Result<Reply, McpError> {
+pub(super) async fn serve_in_session(scope: &Scope, target: &Target, cx: &CallContext, task: Option<&crate::tasks::Task>) -> Result<Reply, McpError> {
+    // The first round runs with `cx` as it is; each later one with the answers of the round before.
+    let mut answered: Option<CallContext> = None;
     for _ in 0..MAX_ROUNDS {
-        let client_capabilities = context.client_capabilities.clone();
-        let run = cx.clone().with_request(context.clone());
-        let (plugin, outcome) = run_once(&scope.router, target, &run).await?;
+        let run = answered.as_ref().unwrap_or(cx);
+        let (plugin, outcome) = run_once(&scope.router, target, run).await?;
         let required = match outcome {
             Outcome::Complete(finished) => return Ok(finished),
             Outcome::InputRequired(required) => required,
         };
-        refuse_undeclared(&required, &client_capabilities, &plugin)?;
+        refuse_undeclared(&required, &run.request.client_capabilities, &plugin)?;
+        let mut context = (*run.request).clone();
         if let Some(task) = task {
             task.park(required.requests.clone(), "waiting for the client's answers");
             scope.task_changed(task);
@@ -217,6 +215,7 @@ pub(super) async fn serve_in_session(
         };
         context.input_responses = answers;
         context.state = required.state;
+        answered = Some(cx.clone().with_request(context));
     }
     let why = format!("the plugin asked for input more than {MAX_ROUNDS} times");
     input_failed(target, "", AskFailure::Plugin(why))
@@ -283,9 +282,10 @@ pub(super) async fn run_once(router: &Router, target: &Target, cx: &CallContext)
 /// A 2026-07-28 request after its sealed round is opened.
 #[allow(clippy::large_enum_variant, reason = "`Ready` is what nearly every request gets, once: a box would cost it an allocation")]
 pub(super) enum Opened {
-    /// Ready to run, with the answers and state of the round; or, for a request that carries
-    /// answers but no round, those answers, kept aside until the plugin asks.
-    Ready(RequestContext, Map<String, Value>),
+    /// Ready to run: with the context the opened round gives (its answers and state), or with
+    /// the scope's when there was no round; and, for a request that carries answers but no
+    /// round, those answers, kept aside until the plugin asks.
+    Ready(Option<RequestContext>, Map<String, Value>),
     /// Answers are still missing: this asks for them again.
     AskAgain(Reply),
 }

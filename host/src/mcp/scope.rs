@@ -64,9 +64,7 @@ pub struct Scope {
     /// The router the request started with: every step of it uses this one.
     pub router: Arc<Router>,
     pub era: Era,
-    /// What the request's plugin is told (protocol, client, `_meta`, caller).
-    pub context: RequestContext,
-    /// The request's cancellation and event channel.
+    /// The request's cancellation and event channel, told the request's context.
     pub cx: CallContext,
     pub client: Arc<dyn Client>,
     pub state: Arc<ServerState>,
@@ -75,8 +73,13 @@ pub struct Scope {
 impl Scope {
     /// The scope of a request of `era` with `params`, served now.
     pub fn new(state: &Arc<ServerState>, client: Arc<dyn Client>, era: Era, params: Option<&Map<String, Value>>, cx: CallContext) -> Scope {
-        let context = request_context(client.as_ref(), params, era);
-        Scope { router: state.router(), era, context, cx, client, state: Arc::clone(state) }
+        let cx = cx.with_request(request_context(client.as_ref(), params, era));
+        Scope { router: state.router(), era, cx, client, state: Arc::clone(state) }
+    }
+
+    /// What the request's plugin is told (protocol, client, `_meta`, caller).
+    pub fn context(&self) -> &RequestContext {
+        &self.cx.request
     }
 
     /// The revision the request is served under.

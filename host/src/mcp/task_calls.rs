@@ -84,7 +84,7 @@ pub(super) fn design(method: &Method, scope: &Scope) -> Result<TaskDesign, McpEr
         Era::Legacy { version } if version.has_experimental_tasks() && *method != Method::TasksUpdate => Ok(TaskDesign::Experimental),
         Era::Legacy { .. } => Err(not_found()),
         Era::Modern { .. } if matches!(method, Method::TasksResult | Method::TasksList) => Err(not_found()),
-        Era::Modern { .. } if !declares_extension(&scope.context) => Err(extension_missing()),
+        Era::Modern { .. } if !declares_extension(scope.context()) => Err(extension_missing()),
         Era::Modern { .. } => Ok(TaskDesign::Extension),
     }
 }
@@ -104,7 +104,7 @@ pub(super) fn call_mode(scope: &Scope, task: Option<&Value>, support: Option<Tas
             (Some(_), _) => Err(McpError::InvalidParams("`task` must be an object".to_owned())),
         },
         Era::Legacy { .. } => Ok(CallMode::Direct),
-        Era::Modern { .. } => match (declares_extension(&scope.context), support) {
+        Era::Modern { .. } => match (declares_extension(scope.context()), support) {
             (false, TaskSupport::Required) => Err(extension_missing()),
             (false, _) | (true, TaskSupport::Forbidden) => Ok(CallMode::Direct),
             (true, support) => Ok(CallMode::Extension { required: support == TaskSupport::Required }),
@@ -116,7 +116,7 @@ pub(super) fn call_mode(scope: &Scope, task: Option<&Value>, support: Option<Tas
 fn task_owner(scope: &Scope) -> TaskOwner {
     match scope.era {
         Era::Legacy { .. } => TaskOwner::Session(scope.client.session()),
-        Era::Modern { .. } => TaskOwner::Caller(scope.context.caller.clone().unwrap_or_default()),
+        Era::Modern { .. } => TaskOwner::Caller(scope.context().caller.clone().unwrap_or_default()),
     }
 }
 
@@ -136,7 +136,7 @@ fn task_context(scope: &Scope, context: RequestContext) -> CallContext {
     let notifier = match scope.era {
         // Progress and logs of a 2026-07-28 task have nowhere to go: only changes count.
         Era::Modern { .. } => Notifier::new(None, Era::Modern { log_level: None }, scope.client.log_level()),
-        Era::Legacy { .. } => Notifier::new(Some(&scope.context.meta), scope.era, scope.client.log_level()),
+        Era::Legacy { .. } => Notifier::new(Some(&scope.context().meta), scope.era, scope.client.log_level()),
     };
     let (state, client) = (Arc::clone(&scope.state), Arc::clone(&scope.client));
     let pumped = run.clone();
@@ -153,12 +153,11 @@ fn task_context(scope: &Scope, context: RequestContext) -> CallContext {
 pub(super) async fn start_experimental_task(scope: &Scope, target: Target, ttl: Option<Duration>) -> Result<Reply, McpError> {
     let plugin = target.owner(&scope.router).ok_or_else(|| McpError::InvalidParams(format!("unknown tool `{}`", target.name())))?;
     let task = scope.state.tasks.create(&plugin, task_owner(scope), scope.client.quota(), TaskDesign::Experimental, ttl).map_err(refused)?;
-    let context = scope.context.clone();
-    let run = task_context(scope, context.clone());
+    let run = task_context(scope, scope.context().clone());
     let scope = scope.clone();
     let running = Arc::clone(&task);
     tokio::spawn(async move {
-        let work = rounds::serve_in_session(&scope, &target, context, &run, Some(&running));
+        let work = rounds::serve_in_session(&scope, &target, &run, Some(&running));
         let outcome = tokio::select! {
             outcome = work => Some(outcome),
             () = running.stop.cancelled() => None,

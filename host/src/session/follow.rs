@@ -41,7 +41,7 @@ impl Session {
         let Running { id, generation, scope, permit, .. } = running;
         let opened = match Arc::clone(&self.listens).try_acquire_owned() {
             Ok(listening) => {
-                let tasks_declared = mcp::declares_extension(&scope.context);
+                let tasks_declared = mcp::declares_extension(scope.context());
                 Filter::listen(params.as_ref(), &scope.router, tasks_declared).map(|filter| (filter, listening))
             }
             Err(_) => Err(McpError::Busy(format!("at most {MAX_LISTENS} listen requests per connection are open at once"))),

@@ -476,7 +476,7 @@ impl Session {
         let Running { id, method, generation, scope, permit } = running;
         let cx = scope.cx.clone();
         let era = scope.era;
-        let notifier = mcp::Notifier::new(Some(&scope.context.meta), era, self.legacy_log_level());
+        let notifier = mcp::Notifier::new(Some(&scope.context().meta), era, self.legacy_log_level());
         // A panic anywhere below becomes an error reply, never a request left unanswered.
         let work = AssertUnwindSafe(mcp::dispatch(&scope, &method, params)).catch_unwind();
         tokio::pin!(work);
