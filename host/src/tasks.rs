@@ -40,7 +40,7 @@ pub const MAX_TASKS: usize = 256;
 pub const MAX_TASKS_PER_CLIENT: usize = 64;
 /// Unfinished tasks one plugin may have at once.
 pub const MAX_UNFINISHED_PER_PLUGIN: usize = 32;
-/// How long a task is kept when the client names no time to live.
+/// How long a task is kept when the client names no time to live (the default `TtlBounds`).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 /// The longest time to live granted; longer requests are cut to it (and the task says so).
 pub const MAX_TTL: Duration = Duration::from_secs(3600);
@@ -403,11 +403,27 @@ pub enum Missing {
     Evicted,
 }
 
+/// The times to live a task may be given: `default` when the client names none, and any other
+/// cut to `min..=max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtlBounds {
+    pub min: Duration,
+    pub default: Duration,
+    pub max: Duration,
+}
+
+impl Default for TtlBounds {
+    fn default() -> TtlBounds {
+        TtlBounds { min: MIN_TTL, default: DEFAULT_TTL, max: MAX_TTL }
+    }
+}
+
 /// Every task of the process.
 #[derive(Debug)]
 pub struct TaskStore {
     held: Mutex<Held>,
     budget: Arc<Budget>,
+    ttl: TtlBounds,
 }
 
 impl Default for TaskStore {
@@ -426,7 +442,12 @@ struct Held {
 impl TaskStore {
     /// A store whose tasks charge what they hold to `budget`.
     pub fn with_budget(budget: Arc<Budget>) -> TaskStore {
-        TaskStore { held: Mutex::default(), budget }
+        TaskStore::with_limits(budget, TtlBounds::default())
+    }
+
+    /// A store whose tasks charge what they hold to `budget` and live within `ttl`.
+    pub fn with_limits(budget: Arc<Budget>, ttl: TtlBounds) -> TaskStore {
+        TaskStore { held: Mutex::default(), budget, ttl }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -437,7 +458,7 @@ impl TaskStore {
     /// allowed range). Expired tasks are freed first, and unfinished ones among them cancelled;
     /// then finished tasks are evicted as the limits need (see the module's description).
     pub fn create(&self, plugin: &str, owner: TaskOwner, quota: QuotaKey, design: TaskDesign, ttl: Option<Duration>) -> Result<Arc<Task>, TaskError> {
-        let ttl = ttl.unwrap_or(DEFAULT_TTL).clamp(MIN_TTL, MAX_TTL);
+        let ttl = ttl.unwrap_or(self.ttl.default).clamp(self.ttl.min, self.ttl.max);
         let mut held = self.held();
         sweep(&mut held.tasks);
         let unfinished = held.tasks.values().filter(|t| t.plugin == plugin && !t.status().is_terminal()).count();

@@ -63,11 +63,18 @@ pub struct ServerLimits {
     /// How long the first run of a call that may become a 2026-07-28 task runs before the call
     /// becomes a task.
     pub task_after: Duration,
+    /// The times to live a task may be given.
+    pub task_ttl: crate::tasks::TtlBounds,
 }
 
 impl Default for ServerLimits {
     fn default() -> ServerLimits {
-        ServerLimits { input_timeout: DEFAULT_INPUT_TIMEOUT, state_ttl: crate::input::seal::STATE_TTL, task_after: TASK_AFTER }
+        ServerLimits {
+            input_timeout: DEFAULT_INPUT_TIMEOUT,
+            state_ttl: crate::input::seal::STATE_TTL,
+            task_after: TASK_AFTER,
+            task_ttl: crate::tasks::TtlBounds::default(),
+        }
     }
 }
 
@@ -113,7 +120,7 @@ impl ServerState {
             swapping: Mutex::new(()),
             reloads: Mutex::new(HashMap::new()),
             changes: broadcast::channel(CHANGE_FEED).0,
-            tasks: crate::tasks::TaskStore::with_budget(Arc::clone(&budget)),
+            tasks: crate::tasks::TaskStore::with_limits(Arc::clone(&budget), limits.task_ttl),
             state_key,
             limits,
             budget,

@@ -50,7 +50,7 @@ pub use outbound::{Outbound, OutboundLimits, OutboundReceiver, Outgoing, Outgoin
 use batch::{Batch, Dest};
 
 use crate::input::ClientInfo;
-use crate::jsonrpc::{self, ErrorObject, Id, Message};
+use crate::jsonrpc::{self, Id, Message};
 use crate::mcp::{self, Era, Filter, McpError, Method, Reply, Scope};
 use crate::plugin::{CallContext, EVENT_QUEUE, LogLevel};
 use crate::revision::Revision;
@@ -220,7 +220,7 @@ impl Session {
         }
         for (id, entry) in entries {
             entry.cx.cancel();
-            let error = ErrorObject::new(SERVER_BUSY, why);
+            let error = McpError::Busy(why.to_owned()).to_wire(None);
             let line = jsonrpc::error_line(Some(&id), &error);
             let _ = tokio::time::timeout(ABANDON_WAIT, self.deliver(&entry.dest, line, Some(error.code), None)).await;
         }
@@ -354,7 +354,7 @@ impl Session {
         let method = Method::parse(&method);
         let era = match self.era_for(&method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.deliver_error(&dest, &id, &error.to_wire(None)).await,
+            Err(error) => return self.deliver_error(&dest, &id, &error).await,
         };
         let client: Arc<dyn mcp::Client> = Arc::clone(self) as Arc<dyn mcp::Client>;
         if !method.waits(era) {
@@ -381,7 +381,7 @@ impl Session {
                 if let Err(panic) = listened
                     && let Some(entry) = session.finish(&id, generation)
                 {
-                    session.deliver_error(&entry.dest, &id, &panicked(&id, method.name(), panic.as_ref()).to_wire(None)).await;
+                    session.deliver_error(&entry.dest, &id, &panicked(&id, method.name(), panic.as_ref())).await;
                 }
             } else {
                 session.run_request(running, params, events).await;
@@ -393,18 +393,15 @@ impl Session {
     /// client can cancel. A refusal is answered here.
     async fn admit(&self, id: &Id, dest: &Dest) -> Option<Admitted> {
         let Ok(permit) = Arc::clone(&self.admitted).try_acquire_owned() else {
-            let error = ErrorObject::new(
-                SERVER_BUSY,
-                format!("server busy: {MAX_IN_FLIGHT} requests of this connection are already in flight; retry once some have finished"),
-            );
+            let error =
+                McpError::Busy(format!("server busy: {MAX_IN_FLIGHT} requests of this connection are already in flight; retry once some have finished"));
             self.deliver_error(dest, id, &error).await;
             return None;
         };
         let reserve = match self.server.budget.charge(ADMISSION_RESERVE) {
             Ok(reserve) => reserve,
             Err(over) => {
-                let error = ErrorObject::new(SERVER_BUSY, format!("server busy: {over}"));
-                self.deliver_error(dest, id, &error).await;
+                self.deliver_error(dest, id, &McpError::Busy(format!("server busy: {over}"))).await;
                 return None;
             }
         };
@@ -421,10 +418,7 @@ impl Session {
             duplicate
         };
         if duplicate {
-            let error = ErrorObject::new(
-                jsonrpc::INVALID_REQUEST,
-                format!("request id {} is already in use by a running request", jsonrpc::shortened(&id.to_string())),
-            );
+            let error = McpError::InvalidRequest(format!("request id {} is already in use by a running request", jsonrpc::shortened(&id.to_string())));
             self.deliver_error(dest, id, &error).await;
             return None;
         }
@@ -540,8 +534,11 @@ impl Session {
         }
     }
 
-    async fn deliver_error(&self, dest: &Dest, id: &Id, error: &ErrorObject) {
-        self.deliver(dest, jsonrpc::error_line(Some(id), error), Some(error.code), None).await;
+    /// Answers a request refused before it runs: its era is not settled yet, or it is not admitted
+    /// (no such refusal reads differently in any revision).
+    async fn deliver_error(&self, dest: &Dest, id: &Id, error: &McpError) {
+        let error = error.to_wire(None);
+        self.deliver(dest, jsonrpc::error_line(Some(id), &error), Some(error.code), None).await;
     }
 
     /// Queues a reply (or, for a batch member, adds it to its batch's array). `admitted`, the

@@ -248,3 +248,13 @@ fn what_tasks_hold_is_charged_and_finished_results_go_first_when_the_budget_runs
     drop(store);
     assert_eq!(budget.used(), 0);
 }
+
+#[test]
+fn a_store_gives_the_times_to_live_of_its_own_bounds() {
+    let bounds = TtlBounds { min: Duration::from_secs(5), default: Duration::from_secs(10), max: Duration::from_secs(20) };
+    let store = TaskStore::with_limits(Budget::unlimited(), bounds);
+    let ttl = |asked: Option<Duration>| store.create("p", caller(), client(1), TaskDesign::Extension, asked).expect("room").ttl();
+    assert_eq!(ttl(None), Duration::from_secs(10));
+    assert_eq!(ttl(Some(Duration::from_secs(1))), Duration::from_secs(5));
+    assert_eq!(ttl(Some(Duration::from_secs(3600))), Duration::from_secs(20));
+}

@@ -15,6 +15,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, shortened};
+use crate::mcp::Method;
 use crate::session::{HeaderParam, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, ServerState};
 
 /// MCP error: a request header does not match its body (HTTP 400).
@@ -42,10 +43,11 @@ pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, server: &
         Some(sent) => return Err(mismatch(format!("`Mcp-Method` is `{}` but the body's method is `{}`", shortened(&sent), shortened(method)))),
         None => return Err(mismatch("the `Mcp-Method` header is missing")),
     }
+    let method = Method::parse(method);
     let named = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        Method::CallTool | Method::GetPrompt => Some("name"),
+        Method::ReadResource => Some("uri"),
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Some("taskId"),
         _ => None,
     };
     if let Some(field) = named
@@ -57,7 +59,7 @@ pub(super) fn check(headers: &HeaderMap, message: &Map<String, Value>, server: &
             None => return Err(mismatch("the `Mcp-Name` header is missing")),
         }
     }
-    if method == "tools/call"
+    if method == Method::CallTool
         && let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str)
         && let Some(declared) = server.header_params(name)
     {
