@@ -151,6 +151,23 @@ pub struct ResourceLink {
     pub meta: Option<Json>,
 }
 
+impl ResourceLink {
+    /// A link to `uri` named `name`, and nothing else.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            icons: Vec::new(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
 /// Hints about a tool's behaviour.
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]

@@ -80,17 +80,7 @@ fn a_listed_item_that_needs_no_change_is_not_copied() {
 }
 
 fn call_result(structured: Value) -> CallToolResult {
-    let link = ResourceLink {
-        uri: "file:///a".into(),
-        name: "a".into(),
-        title: Some("A".into()),
-        description: None,
-        mime_type: None,
-        size: None,
-        icons: Vec::new(),
-        annotations: None,
-        meta: None,
-    };
+    let link = ResourceLink { title: Some("A".into()), ..ResourceLink::new("file:///a", "a") };
     let dated = Annotations { audience: vec![Role::User], priority: None, last_modified: Some("2025-01-01T00:00:00Z".into()) };
     CallToolResult {
         content: vec![
@@ -154,18 +144,7 @@ fn prompts_and_resources_lose_what_older_revisions_lack() {
     assert_eq!(june["prompts"][0]["arguments"][0]["title"], "A");
     assert!(june["prompts"][0].get("icons").is_none());
 
-    let link = ResourceLink {
-        uri: "u".into(),
-        name: "n".into(),
-        title: None,
-        description: None,
-        mime_type: None,
-        size: None,
-        icons: Vec::new(),
-        annotations: None,
-        meta: None,
-    };
-    let got = GetPromptResult::new(vec![PromptMessage { role: Role::User, content: ContentBlock::ResourceLink(link) }]);
+    let got = GetPromptResult::new(vec![PromptMessage { role: Role::User, content: ContentBlock::ResourceLink(ResourceLink::new("u", "n")) }]);
     assert_eq!(to_value(prompt_result(got, revision("2025-03-26")))["messages"][0]["content"]["type"], "text");
 
     let read = || ReadResourceResult {
