@@ -58,6 +58,10 @@ enum Command {
         /// the machine's (or the cgroup's) memory.
         #[arg(long, value_name = "SIZE", value_parser = parse_size)]
         memory_budget: Option<usize>,
+        /// Who requests over stdio are served for (the principal `local NAME` that owns their
+        /// tasks and request states). Default: the user running paddock (`$USER`), else `local`.
+        #[arg(long, value_name = "NAME", conflicts_with = "http")]
+        principal: Option<String>,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -103,6 +107,11 @@ struct HttpArgs {
     /// a non-loopback address). The token may instead be given in PADDOCK_HTTP_TOKEN.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
+    /// TOML file of named bearer tokens, each a `[[token]]` table with `name`, `sha256` (the
+    /// token's SHA-256 as 64 hex digits; the token itself is never stored) and optional `scopes`.
+    /// A request is served for the holder of the token it carries (the principal `token NAME`).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    tokens: Option<PathBuf>,
     /// A `Host` to accept besides loopback names (repeatable): the name clients use to reach
     /// this server, e.g. `mcp.example.com` or `mcp.example.com:8443`.
     #[arg(long, value_name = "HOST", requires = "http")]
@@ -268,12 +277,12 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, memory_budget, http, common } => {
+        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, http, common } => {
             let budget = crate::budget::Budget::new(memory_budget.unwrap_or_else(crate::budget::Budget::for_machine));
             tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
             match http.http {
                 Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, budget).await,
-                None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget).await,
+                None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget, principal.as_deref()).await,
             }
         }
         Command::Inspect { file, common } => inspect(&file, &common).await,
@@ -323,9 +332,17 @@ async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64) ->
     Ok(Loaded { config, report, router, router_errors })
 }
 
-async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, budget: Arc<crate::budget::Budget>) -> Result<ExitCode> {
+async fn serve(
+    plugins_dir: &Path,
+    state_key_file: Option<&Path>,
+    common: &CommonArgs,
+    budget: Arc<crate::budget::Budget>,
+    principal: Option<&str>,
+) -> Result<ExitCode> {
     let server = load_server(plugins_dir, state_key_file, common, "stdio", budget, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
-    crate::transport::stdio::serve_process(server).await.context("stdio transport failed")?;
+    let name = principal.map(str::to_owned).or_else(|| std::env::var("USER").ok().filter(|user| !user.is_empty())).unwrap_or_else(|| "local".to_owned());
+    let principal = crate::identity::Principal::local(&name);
+    crate::transport::stdio::serve_process(server, principal).await.context("stdio transport failed")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -340,12 +357,22 @@ async fn serve_http(
     budget: Arc<crate::budget::Budget>,
 ) -> Result<ExitCode> {
     use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions, PeerLimits};
-    let token = match (&args.token_file, std::env::var("PADDOCK_HTTP_TOKEN")) {
+    let mut tokens = match &args.tokens {
+        Some(path) => BearerToken::list_from_file(path)?,
+        None => Vec::new(),
+    };
+    let single = match (&args.token_file, std::env::var("PADDOCK_HTTP_TOKEN")) {
         (Some(path), _) => Some(BearerToken::from_file(path)?),
         (None, Ok(value)) => Some(BearerToken::new(&value).context("PADDOCK_HTTP_TOKEN")?),
         (None, Err(_)) => None,
     };
-    let access = AccessPolicy::for_address(addr, args.allow_host.clone(), args.allow_origin.clone(), token)?;
+    if let Some(single) = single {
+        if tokens.iter().any(|t| t.principal() == single.principal()) {
+            anyhow::bail!("the tokens file names a token `default`, which is the name of the --token-file or PADDOCK_HTTP_TOKEN token (fix: rename it)");
+        }
+        tokens.push(single);
+    }
+    let access = AccessPolicy::for_address(addr, args.allow_host.clone(), args.allow_origin.clone(), tokens)?;
     if access.any_host {
         tracing::warn!("listening on a non-loopback address without --allow-host: any Host is accepted (the bearer token protects the server)");
     }

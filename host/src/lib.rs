@@ -9,6 +9,7 @@ pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod escape;
+pub mod identity;
 pub mod input;
 pub mod inspect_report;
 pub mod jsonrpc;

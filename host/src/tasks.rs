@@ -3,8 +3,9 @@
 //! extension of 2026-07-28).
 //!
 //! The store holds each task's status, its outcome, the input it waits for, and who may see it:
-//! the legacy session that created it, or the caller of a 2026-07-28 request (anyone holding the
-//! unguessable id while HTTP has no authentication). Everything is bounded: `MAX_TASKS` held at
+//! the legacy session that created it, or the principal of a 2026-07-28 request (its id: on a
+//! listener without tokens every caller is `anonymous`, and the unguessable id is what keeps a
+//! task to whoever created it). Everything is bounded: `MAX_TASKS` held at
 //! once (finished ones included, until their time to live runs out), `MAX_TASKS_PER_CLIENT`
 //! per client and `MAX_UNFINISHED_PER_PLUGIN` unfinished per plugin, so neither a client nor a
 //! plugin crowds out the others. The client a task counts against (its `QuotaKey`) is the legacy
@@ -97,7 +98,7 @@ pub enum TaskDesign {
 pub enum TaskOwner {
     /// The legacy session that created it.
     Session(u64),
-    /// The caller of a 2026-07-28 request (empty without authentication).
+    /// The principal of a 2026-07-28 request, by its id.
     Caller(String),
 }
 

@@ -383,3 +383,68 @@ async fn a_call_still_running_when_the_grace_ends_is_answered_before_its_connect
     assert_eq!(host.exit_code(WAIT).await?, 0);
     Ok(())
 }
+
+#[tokio::test]
+async fn named_tokens_serve_each_holder_and_a_session_answers_only_the_principal_that_opened_it() -> Result<()> {
+    let digest = |token: &str| -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef01");
+    let list = format!("[[token]]\nname = \"alice\"\nsha256 = \"{}\"\n\n[[token]]\nname = \"bob\"\nsha256 = \"{}\"\n", digest(alice), digest(bob));
+    let files = PluginDir::new().write("tokens.toml", list);
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &["--tokens", files.path().join("tokens.toml").to_str().unwrap_or_default()]).await?;
+    let (as_alice, as_bob) = (format!("Bearer {alice}"), format!("Bearer {bob}"));
+    assert_eq!(post_discover(&host, &[("authorization", &as_alice)]).await?.status(), 200);
+    assert_eq!(post_discover(&host, &[("authorization", &as_bob)]).await?.status(), 200);
+    assert_eq!(post_discover(&host, &[("authorization", "Bearer carol-token-0123456789abcdef")]).await?.status(), 401);
+    assert_eq!(post_discover(&host, &[]).await?.status(), 401);
+
+    // Alice opens a legacy session; to Bob its id is an unknown session, on every method.
+    let client = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}
+    }});
+    let opened = client
+        .post(host.url("/mcp"))
+        .header("authorization", &as_alice)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(initialize.to_string())
+        .send()
+        .await?;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str()?.to_owned();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let post_as = |who: &str| {
+        client
+            .post(host.url("/mcp"))
+            .header("authorization", who)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &session)
+            .body(ping.clone())
+            .send()
+    };
+    let theirs = post_as(&as_bob).await?;
+    assert_eq!(theirs.status(), 404, "another principal's session is unknown");
+    let stream =
+        client.get(host.url("/mcp")).header("authorization", &as_bob).header("accept", "text/event-stream").header("mcp-session-id", &session).send().await?;
+    assert_eq!(stream.status(), 404);
+    let deleted = client.delete(host.url("/mcp")).header("authorization", &as_bob).header("mcp-session-id", &session).send().await?;
+    assert_eq!(deleted.status(), 404, "and cannot be ended by them");
+    let own = post_as(&as_alice).await?;
+    assert_eq!(own.status(), 200, "the owner's session is still there");
+
+    // An HTTP+SSE session belongs to whoever opened its stream.
+    let opened = client.get(host.url("/sse")).header("authorization", &as_bob).header("accept", "text/event-stream").send().await?;
+    assert_eq!(opened.status(), 200);
+    let mut events = EventReader::new(opened);
+    let endpoint = events.next().await?.context("endpoint event")?;
+    let message =
+        |who: &str| client.post(host.url(&endpoint.data)).header("authorization", who).header("content-type", "application/json").body(ping.clone()).send();
+    assert_eq!(message(&as_alice).await?.status(), 404, "another principal's HTTP+SSE session is unknown");
+    assert_eq!(message(&as_bob).await?.status(), 202);
+    Ok(())
+}

@@ -14,7 +14,7 @@ use paddock_tests::repo_root;
 /// implements it, so it sits below both and imports only the wire types.
 const LAYERS: &[&[&str]] = &[
     &["allocator", "escape", "revision", "jsonrpc", "protocol"],
-    &["input", "budget", "policy"],
+    &["identity", "input", "budget", "policy"],
     &["plugin", "config", "tasks"],
     &["runtime"],
     &["router"],

@@ -12,6 +12,7 @@ use super::Era;
 use super::error::McpError;
 use super::lifecycle::{self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO};
 use super::state::{Change, ServerState};
+use crate::identity::Principal;
 use crate::input::{ClientInfo, InputRequest, InputResponse, RequestContext};
 use crate::jsonrpc::{ErrorObject, notification_line, shortened};
 use crate::plugin::{CallContext, LogLevel};
@@ -24,6 +25,8 @@ use crate::tasks::{QuotaKey, Task, TaskDesign};
 pub trait Client: Send + Sync {
     /// The channel's id, unique in the process: the owner of the legacy tasks it creates.
     fn session(&self) -> u64;
+    /// Who the channel's requests are served for.
+    fn principal(&self) -> &Principal;
     /// Whose quota the tasks created here count against.
     fn quota(&self) -> QuotaKey;
     /// What a legacy client declared at `initialize`: its capabilities and its info.
@@ -109,6 +112,7 @@ fn request_context(client: &dyn Client, params: Option<&Map<String, Value>>, era
         Era::Legacy { .. } => (context.client_capabilities, context.client_info) = client.declared(),
     }
     context.has_progress_token = meta.get("progressToken").is_some_and(|t| t.is_string() || t.is_i64() || t.is_u64());
+    context.caller = Some(client.principal().id().to_owned());
     context.trace = RequestContext::trace_from(&meta);
     context.meta = meta;
     context

@@ -7,6 +7,7 @@ use futures::future::{BoxFuture, join_all};
 use serde_json::{Map, Value, json};
 
 use super::Session;
+use crate::identity::Principal;
 use crate::input::{ClientInfo, InputRequest, InputResponse};
 use crate::jsonrpc;
 use crate::mcp::{self, AskFailure, McpError};
@@ -17,6 +18,10 @@ use crate::tasks::QuotaKey;
 impl mcp::Client for Session {
     fn session(&self) -> u64 {
         self.id
+    }
+
+    fn principal(&self) -> &Principal {
+        &self.principal
     }
 
     fn quota(&self) -> QuotaKey {

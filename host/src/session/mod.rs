@@ -49,6 +49,7 @@ pub use outbound::{Outbound, OutboundLimits, OutboundReceiver, Outgoing, Outgoin
 
 use batch::{Batch, Dest};
 
+use crate::identity::Principal;
 use crate::input::ClientInfo;
 use crate::jsonrpc::{self, Id, Message};
 use crate::mcp::{self, Era, Filter, McpError, Method, Reply, Scope};
@@ -141,6 +142,8 @@ pub struct Session {
     /// What the transport knows of the client (its address), when a session is not one client:
     /// the tasks it creates count against this client's quota.
     client: Option<Arc<str>>,
+    /// Who every request of this channel is served for, fixed when the channel opened.
+    principal: Principal,
 }
 
 impl std::fmt::Debug for Session {
@@ -150,23 +153,23 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session of `server` whose outgoing messages go to `out`.
-    pub fn new(server: Arc<ServerState>, out: Outbound) -> Arc<Session> {
-        Session::build(server, out, false, None)
+    /// A session of `server` for `principal`, whose outgoing messages go to `out`.
+    pub fn new(server: Arc<ServerState>, out: Outbound, principal: Principal) -> Arc<Session> {
+        Session::build(server, out, false, None, principal)
     }
 
     /// A session that serves only 2026-07-28 requests (one HTTP request without a session):
     /// `initialize` and everything else without that revision's `_meta` is refused.
-    pub fn one_request(server: Arc<ServerState>, out: Outbound) -> Arc<Session> {
-        Session::build(server, out, true, None)
+    pub fn one_request(server: Arc<ServerState>, out: Outbound, principal: Principal) -> Arc<Session> {
+        Session::build(server, out, true, None, principal)
     }
 
     /// `one_request`, for a request from `client` (its address): its tasks count against it.
-    pub fn one_request_from(server: Arc<ServerState>, out: Outbound, client: &str) -> Arc<Session> {
-        Session::build(server, out, true, Some(Arc::from(client)))
+    pub fn one_request_from(server: Arc<ServerState>, out: Outbound, client: &str, principal: Principal) -> Arc<Session> {
+        Session::build(server, out, true, Some(Arc::from(client)), principal)
     }
 
-    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<Arc<str>>) -> Arc<Session> {
+    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<Arc<str>>, principal: Principal) -> Arc<Session> {
         static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
             id: SESSIONS.fetch_add(1, Ordering::Relaxed),
@@ -188,7 +191,13 @@ impl Session {
             input_ended: CancellationToken::new(),
             stateless,
             client,
+            principal,
         })
+    }
+
+    /// Who this channel's requests are served for.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
     }
 
     /// The legacy protocol version this session negotiated, once `initialize` was answered.

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::{OutboundLimits, OutboundReceiver, ServerState, Session, outbound};
+use crate::identity::Principal;
 use crate::input::{InputMethod, InputRequest, InputRequired, Outcome, StateKey};
 use crate::plugin::{BoxFuture, CallContext, CallEvent, Catalog, ListKind, LogLevel, Plugin, PluginError};
 use crate::protocol::{
@@ -396,13 +397,13 @@ impl Harness {
         let limits_of_server = super::ServerLimits { input_timeout, state_ttl, ..super::ServerLimits::default() };
         let server = ServerState::with_limits(Arc::new(router), StateKey::random().expect("a key"), limits_of_server);
         let (tx, rx) = outbound(limits);
-        Harness { session: Session::new(server, tx), rx }
+        Harness { session: Session::new(server, tx, Principal::local("tester")), rx }
     }
 
     /// Another channel of `server`.
     fn on(server: Arc<ServerState>) -> Harness {
         let (tx, rx) = outbound(OutboundLimits::default());
-        Harness { session: Session::new(server, tx), rx }
+        Harness { session: Session::new(server, tx, Principal::local("tester")), rx }
     }
 
     async fn send(&mut self, frame: &str) {
@@ -1064,7 +1065,12 @@ async fn stdio_serves_until_eof_and_returns_ok() {
     let router = Arc::new(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let serve = tokio::spawn(crate::transport::stdio::serve(ServerState::new(router, StateKey::random().expect("a key")), server_in, server_out));
+    let serve = tokio::spawn(crate::transport::stdio::serve(
+        ServerState::new(router, StateKey::random().expect("a key")),
+        server_in,
+        server_out,
+        Principal::local("tester"),
+    ));
     client.write_all(b"\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n").await.expect("write");
     client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}\n").await.expect("write");
     drop(client);
@@ -1084,7 +1090,12 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
     let router = Arc::new(Router::new(vec![]).0);
     let (mut client, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let serve = tokio::spawn(crate::transport::stdio::serve(ServerState::new(router, StateKey::random().expect("a key")), server_in, server_out));
+    let serve = tokio::spawn(crate::transport::stdio::serve(
+        ServerState::new(router, StateKey::random().expect("a key")),
+        server_in,
+        server_out,
+        Principal::local("tester"),
+    ));
     let writer = tokio::spawn(async move {
         let chunk = vec![b'x'; 1 << 20];
         for _ in 0..17 {

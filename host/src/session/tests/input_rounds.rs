@@ -256,3 +256,20 @@ async fn cache_hints_come_from_the_plugin_and_default_to_not_reusable() {
         assert_eq!((list["ttlMs"].clone(), list["cacheScope"].clone()), (json!(0), json!("public")), "{method}: {list}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_request_state_opens_only_for_the_principal_it_was_sealed_for() {
+    let server = ServerState::new(Arc::new(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0), StateKey::random().expect("a key"));
+    let channel = |principal: Principal| {
+        let (tx, rx) = outbound(OutboundLimits::default());
+        Harness { session: Session::one_request(Arc::clone(&server), tx, principal), rx }
+    };
+    let mut alice = channel(Principal::token("alice", Vec::new()));
+    let mut bob = channel(Principal::token("bob", Vec::new()));
+    let first = alice.ask(&stateless(1, "tools/call", ALL_CAPS, r#""name":"fake_ask_name","arguments":{}"#)).await["result"].clone();
+    let state = &first["requestState"];
+    let stolen = bob.ask(&retry(2, "fake_ask_name", "{}", json!({"user_name": accept("Mallory")}), state)).await;
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+    let own = alice.ask(&retry(3, "fake_ask_name", "{}", json!({"user_name": accept("Ada")}), state)).await;
+    assert!(own["result"]["content"][0]["text"].as_str().is_some_and(|t| t.starts_with("Hello, Ada")), "{own}");
+}

@@ -454,7 +454,7 @@ async fn a_legacy_task_whose_plugin_crashed_or_hit_a_limit_fails_and_its_result_
 /// A channel of `server` whose requests come from the client at `address`.
 fn client_at(server: &Arc<ServerState>, address: &str) -> Harness {
     let (tx, rx) = outbound(OutboundLimits::default());
-    Harness { session: Session::one_request_from(Arc::clone(server), tx, address), rx }
+    Harness { session: Session::one_request_from(Arc::clone(server), tx, address, Principal::anonymous()), rx }
 }
 
 #[tokio::test(start_paused = true)]
@@ -513,4 +513,34 @@ async fn a_client_whose_tasks_all_run_is_refused_as_busy_naming_its_quota_and_on
     let plugin_full = other.ask(&call(2, TASK_CAPS, "a_hold", "{}")).await;
     assert_eq!(plugin_full["error"]["code"], SERVER_BUSY, "a plugin's own limit is busy too: {plugin_full}");
     assert!(plugin_full["error"]["message"].as_str().is_some_and(|m| m.contains("plugin `a`")), "{plugin_full}");
+}
+
+/// A channel of `server` whose requests are served for `principal`.
+fn served_for(server: &Arc<ServerState>, principal: Principal) -> Harness {
+    let (tx, rx) = outbound(OutboundLimits::default());
+    Harness { session: Session::one_request_from(Arc::clone(server), tx, "192.0.2.9", principal), rx }
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_principals_task_and_request_state_are_answered_like_unknown_ones() {
+    let server = Faults::served(&["faults"]);
+    let mut alice = served_for(&server, Principal::token("alice", Vec::new()));
+    let mut bob = served_for(&server, Principal::token("bob", Vec::new()));
+
+    let created = alice.ask(&call(1, TASK_CAPS, "faults_own_error", "{}")).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].clone();
+    alice.poll_until(&id, "completed").await;
+    let theirs = bob.ask(&task_request(2, "tasks/get", &id)).await;
+    let never = bob.ask(&task_request(3, "tasks/get", &json!("0123456789abcdef0123456789abcdef"))).await;
+    assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+    assert_eq!(
+        theirs["error"]["message"].as_str().map(|m| m.replace(id.as_str().unwrap_or_default(), "ID")),
+        never["error"]["message"].as_str().map(|m| m.replace("0123456789abcdef0123456789abcdef", "ID")),
+        "the same answer as for a task that never was"
+    );
+    let cancelled = bob.ask(&task_request(4, "tasks/cancel", &id)).await;
+    assert_eq!(cancelled["error"]["code"], -32602, "{cancelled}");
+    let mine = alice.ask(&task_request(5, "tasks/get", &id)).await;
+    assert_eq!(mine["result"]["status"], "completed", "the owner still sees it: {mine}");
 }

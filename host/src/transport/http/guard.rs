@@ -39,6 +39,7 @@ use subtle::ConstantTimeEq;
 
 use super::Shared;
 use crate::escape::Escaped;
+use crate::identity::Principal;
 use crate::jsonrpc::shortened;
 
 /// The address of the client a request came from (set on every connection).
@@ -48,10 +49,14 @@ pub(super) struct Peer(pub(super) SocketAddr);
 /// The shortest token accepted.
 const MIN_TOKEN_LEN: usize = 16;
 
-/// A bearer token, kept only as its SHA-256 digest.
+/// The name of the principal holding the single token of `--token-file` or `PADDOCK_HTTP_TOKEN`.
+pub const DEFAULT_TOKEN_NAME: &str = "default";
+
+/// A bearer token, kept only as its SHA-256 digest, and the principal who holds it.
 #[derive(Clone)]
 pub struct BearerToken {
     digest: [u8; 32],
+    principal: Principal,
 }
 
 impl std::fmt::Debug for BearerToken {
@@ -71,6 +76,29 @@ pub enum TokenError {
     TooShort,
     #[error("the token contains characters a header cannot carry (fix: use letters, digits and `-._~+/=` only, e.g. `openssl rand -hex 32`)")]
     NotATokenValue,
+    #[error("cannot read the tokens file `{path}`: {error}")]
+    ReadList { path: String, error: std::io::Error },
+    #[error("the tokens file `{path}` is not valid: {why} (fix: one `[[token]]` table per token, with `name`, `sha256` and optional `scopes`)")]
+    BadList { path: String, why: String },
+}
+
+/// The tokens file: `[[token]]` tables.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenList {
+    #[serde(default)]
+    token: Vec<NamedToken>,
+}
+
+/// One named token of the tokens file: its holder's name, the SHA-256 of the token as 64 hex
+/// digits (the token itself is never stored), and the scopes it grants.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedToken {
+    name: String,
+    sha256: String,
+    #[serde(default)]
+    scopes: Vec<String>,
 }
 
 impl BearerToken {
@@ -86,7 +114,39 @@ impl BearerToken {
         if !token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b)) {
             return Err(TokenError::NotATokenValue);
         }
-        Ok(BearerToken { digest: Sha256::digest(token.as_bytes()).into() })
+        Ok(BearerToken { digest: Sha256::digest(token.as_bytes()).into(), principal: Principal::token(DEFAULT_TOKEN_NAME, Vec::new()) })
+    }
+
+    /// The named tokens of a tokens file (TOML, `[[token]]` tables of `name`, `sha256` and
+    /// `scopes`). Names are unique, and so are digests.
+    ///
+    /// # Errors
+    /// The file cannot be read, or does not hold a valid list.
+    pub fn list_from_file(path: &Path) -> Result<Vec<BearerToken>, TokenError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| TokenError::ReadList { path: shown.clone(), error })?;
+        let bad = |why: String| TokenError::BadList { path: shown.clone(), why };
+        let list: TokenList = toml::from_str(&text).map_err(|e| bad(e.message().to_owned()))?;
+        let mut tokens: Vec<BearerToken> = Vec::with_capacity(list.token.len());
+        for named in list.token {
+            if named.name.is_empty() || named.name.len() > 128 || !named.name.chars().all(|c| c.is_ascii_alphanumeric() || "-._@".contains(c)) {
+                return Err(bad(format!("token name `{}` must be 1 to 128 letters, digits or `-._@`", shortened(&named.name))));
+            }
+            let digest = decode_digest(&named.sha256).ok_or_else(|| bad(format!("the `sha256` of `{}` is not 64 hex digits", named.name)))?;
+            if tokens.iter().any(|t| t.principal.subject() == named.name) {
+                return Err(bad(format!("two tokens are named `{}`", named.name)));
+            }
+            if tokens.iter().any(|t| t.digest == digest) {
+                return Err(bad(format!("the token of `{}` is listed twice", named.name)));
+            }
+            tokens.push(BearerToken { digest, principal: Principal::token(&named.name, named.scopes) });
+        }
+        Ok(tokens)
+    }
+
+    /// Who holds this token.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
     }
 
     /// A token from the first line of a file.
@@ -98,10 +158,29 @@ impl BearerToken {
         BearerToken::new(text.lines().next().unwrap_or(""))
     }
 
-    fn matches(&self, presented: &[u8]) -> bool {
-        let digest: [u8; 32] = Sha256::digest(presented).into();
-        digest.ct_eq(&self.digest).into()
+    fn matches(&self, presented: &[u8; 32]) -> bool {
+        presented.ct_eq(&self.digest).into()
     }
+}
+
+fn decode_digest(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim().as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let text = std::str::from_utf8(pair).ok()?;
+        digest[i] = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(digest)
+}
+
+/// The holder of `presented` among `tokens`. Every token is compared, in constant time, so the
+/// time taken does not say which token (if any) matched.
+fn holder<'a>(tokens: &'a [BearerToken], presented: &[u8]) -> Option<&'a BearerToken> {
+    let digest: [u8; 32] = Sha256::digest(presented).into();
+    tokens.iter().fold(None, |found, token| if token.matches(&digest) { Some(token) } else { found })
 }
 
 /// Who may connect.
@@ -113,15 +192,16 @@ pub struct AccessPolicy {
     hosts: Vec<AllowedHost>,
     /// Origins accepted besides loopback ones, normalised.
     origins: Vec<Origin>,
-    /// The bearer token every MCP request must carry.
-    pub token: Option<BearerToken>,
+    /// The bearer tokens an MCP request may carry, each naming its holder; when there are none,
+    /// requests are served for the anonymous principal (loopback listeners only).
+    pub tokens: Vec<BearerToken>,
 }
 
 /// The listener cannot be opened with this policy.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
     #[error(
-        "listening on {0}, which is not a loopback address, needs a bearer token (fix: pass --token-file FILE or set PADDOCK_HTTP_TOKEN, or listen on 127.0.0.1)"
+        "listening on {0}, which is not a loopback address, needs a bearer token (fix: pass --token-file FILE or --tokens FILE, or set PADDOCK_HTTP_TOKEN, or listen on 127.0.0.1)"
     )]
     TokenRequired(SocketAddr),
     #[error("--allow-host `{0}` is not a host with an optional port (fix: a name or address, e.g. `mcp.example.com` or `mcp.example.com:8443`)")]
@@ -137,9 +217,9 @@ impl AccessPolicy {
     ///
     /// # Errors
     /// A non-loopback address without a token; a host or origin that does not parse.
-    pub fn for_address(addr: SocketAddr, hosts: Vec<String>, origins: Vec<String>, token: Option<BearerToken>) -> Result<AccessPolicy, AccessError> {
+    pub fn for_address(addr: SocketAddr, hosts: Vec<String>, origins: Vec<String>, tokens: Vec<BearerToken>) -> Result<AccessPolicy, AccessError> {
         let loopback = addr.ip().is_loopback();
-        if !loopback && token.is_none() {
+        if !loopback && tokens.is_empty() {
             return Err(AccessError::TokenRequired(addr));
         }
         let hosts = hosts
@@ -154,7 +234,7 @@ impl AccessPolicy {
             .filter(|o| !o.is_empty())
             .map(|o| Origin::parse(o).ok_or_else(|| AccessError::BadOrigin(o.to_owned())))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(AccessPolicy { any_host: !loopback && hosts.is_empty(), hosts, origins, token })
+        Ok(AccessPolicy { any_host: !loopback && hosts.is_empty(), hosts, origins, tokens })
     }
 
     fn host_allowed(&self, host: &Authority) -> bool {
@@ -351,16 +431,34 @@ fn named_hosts(request: &Request) -> Result<Vec<(Authority, String)>, (BadHost, 
     Ok(named)
 }
 
-/// The middleware: Host, Origin, then the token.
-pub(super) async fn check(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    match refused(&shared, &request) {
-        Some(refusal) => refusal,
-        None => next.run(request).await,
+/// The middleware: Host, Origin, then the token, whose holder the request is served for (the
+/// `Principal` in its extensions).
+pub(super) async fn check(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
+    match admit(&shared, &request) {
+        Err(refusal) => refusal,
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+    }
+}
+
+/// Who a request is served for, or the refusal of a request the guard does not let through.
+pub(super) fn admit(shared: &Shared, request: &Request) -> Result<Principal, Response> {
+    refused(shared, request).map_or_else(|| Ok(principal_of(&shared.options.access, request)), Err)
+}
+
+/// The principal of a request the guard let through: the holder of its token, or anonymous when
+/// the listener has no tokens (or for the health endpoints, which serve nobody).
+fn principal_of(policy: &AccessPolicy, request: &Request) -> Principal {
+    match bearer(request.headers()).and_then(|presented| holder(&policy.tokens, presented)) {
+        Some(token) => token.principal.clone(),
+        None => Principal::anonymous(),
     }
 }
 
 /// The refusal of a request the guard does not let through, if it does not.
-pub(super) fn refused(shared: &Shared, request: &Request) -> Option<Response> {
+fn refused(shared: &Shared, request: &Request) -> Option<Response> {
     let policy = &shared.options.access;
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
     match named_hosts(request) {
@@ -389,11 +487,9 @@ pub(super) fn refused(shared: &Shared, request: &Request) -> Option<Response> {
         }
     }
     let public = matches!(request.uri().path(), "/healthz" | "/readyz");
-    if let Some(token) = &policy.token
-        && !public
-    {
+    if !policy.tokens.is_empty() && !public {
         match bearer(headers) {
-            Some(presented) if token.matches(presented) => {}
+            Some(presented) if holder(&policy.tokens, presented).is_some() => {}
             presented => {
                 tracing::warn!(peer = ?peer, path = %Escaped(&shortened(request.uri().path())), "refused a request: {}", if presented.is_some() { "wrong bearer token" } else { "no bearer token" });
                 let mut response = refusal(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
@@ -428,7 +524,7 @@ mod tests {
     use super::*;
 
     fn loopback() -> AccessPolicy {
-        AccessPolicy::for_address("127.0.0.1:8080".parse().expect("addr"), vec!["mcp.example.com".into()], vec!["https://app.example.com/".into()], None)
+        AccessPolicy::for_address("127.0.0.1:8080".parse().expect("addr"), vec!["mcp.example.com".into()], vec!["https://app.example.com/".into()], vec![])
             .expect("loopback needs no token")
     }
 
@@ -508,7 +604,7 @@ mod tests {
             "127.0.0.1:8080".parse().expect("addr"),
             vec!["any.example.com".into(), "tls.example.com:443".into(), "alt.example.com:8443".into(), "plain.example.com:80".into()],
             vec![],
-            None,
+            vec![],
         )
         .expect("policy");
         for (permitted, refused) in [
@@ -570,28 +666,28 @@ mod tests {
             addr,
             vec![" MCP.example.com. ".into()],
             vec!["HTTPS://App.Example.com:443/".into(), "http://localhost.:80".into(), "null".into()],
-            None,
+            vec![],
         )
         .expect("policy");
         assert!(allowed(&policy, "mcp.example.com:8080"));
         assert!(policy.origin_allowed("https://app.example.com"));
         assert!(policy.origin_allowed("null"), "an opaque origin is allowed when listed exactly");
         for bad in ["[::1]evil.com", "user@mcp.example.com", "mcp.example.com/mcp", "mcp.example.com:http"] {
-            assert!(matches!(AccessPolicy::for_address(addr, vec![bad.into()], vec![], None), Err(AccessError::BadHost(_))), "{bad}");
+            assert!(matches!(AccessPolicy::for_address(addr, vec![bad.into()], vec![], vec![]), Err(AccessError::BadHost(_))), "{bad}");
         }
         for bad in ["https://app.example.com/mcp", "https://user@app.example.com", "http://[::1", "https://app example.com"] {
-            assert!(matches!(AccessPolicy::for_address(addr, vec![], vec![bad.into()], None), Err(AccessError::BadOrigin(_))), "{bad}");
+            assert!(matches!(AccessPolicy::for_address(addr, vec![], vec![bad.into()], vec![]), Err(AccessError::BadOrigin(_))), "{bad}");
         }
     }
 
     #[test]
     fn a_public_address_needs_a_token_and_then_takes_any_host_unless_listed() {
         let public: SocketAddr = "0.0.0.0:8080".parse().expect("addr");
-        assert!(matches!(AccessPolicy::for_address(public, vec![], vec![], None), Err(AccessError::TokenRequired(_))));
+        assert!(matches!(AccessPolicy::for_address(public, vec![], vec![], vec![]), Err(AccessError::TokenRequired(_))));
         let token = BearerToken::new("0123456789abcdef0123").expect("token");
-        let open = AccessPolicy::for_address(public, vec![], vec![], Some(token.clone())).expect("policy");
+        let open = AccessPolicy::for_address(public, vec![], vec![], vec![token.clone()]).expect("policy");
         assert!(allowed(&open, "10.0.0.5:8080"));
-        let listed = AccessPolicy::for_address(public, vec!["mcp.internal".into()], vec![], Some(token)).expect("policy");
+        let listed = AccessPolicy::for_address(public, vec!["mcp.internal".into()], vec![], vec![token]).expect("policy");
         assert!(allowed(&listed, "mcp.internal:8080"));
         assert!(!allowed(&listed, "10.0.0.5:8080"));
     }
@@ -599,9 +695,11 @@ mod tests {
     #[test]
     fn tokens_compare_by_digest_and_weak_ones_are_refused() {
         let token = BearerToken::new("  0123456789abcdef0123\n").expect("token");
-        assert!(token.matches(b"0123456789abcdef0123"));
-        assert!(!token.matches(b"0123456789abcdef012"));
-        assert!(!token.matches(b""));
+        let tokens = [token.clone()];
+        assert!(holder(&tokens, b"0123456789abcdef0123").is_some());
+        assert!(holder(&tokens, b"0123456789abcdef012").is_none());
+        assert!(holder(&tokens, b"").is_none());
+        assert_eq!(token.principal().id(), "token default");
         assert!(matches!(BearerToken::new("short"), Err(TokenError::TooShort)));
         assert!(matches!(BearerToken::new("0123456789abcdef\"0123"), Err(TokenError::NotATokenValue)));
         assert_eq!(format!("{token:?}"), "BearerToken(<redacted>)");
@@ -619,5 +717,36 @@ mod tests {
         assert!(shown.contains("openssl rand -hex 32"), "{shown}");
         std::fs::write(&path, "0123456789abcdef0123456789abcdef\n").expect("write");
         assert!(BearerToken::from_file(&path).is_ok());
+    }
+
+    #[test]
+    fn named_tokens_name_their_holders_and_a_bad_list_is_refused_with_the_reason() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("tokens.toml");
+        let digest = |token: &str| Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let list = format!(
+            "[[token]]\nname = \"alice\"\nsha256 = \"{}\"\nscopes = [\"tools\"]\n\n[[token]]\nname = \"bob\"\nsha256 = \"{}\"\n",
+            digest("alice-token-0123456789"),
+            digest("bob-token-0123456789ab")
+        );
+        std::fs::write(&path, &list).expect("write");
+        let tokens = BearerToken::list_from_file(&path).expect("a valid list");
+        assert_eq!(holder(&tokens, b"alice-token-0123456789").map(|t| t.principal().id()), Some("token alice"));
+        assert_eq!(holder(&tokens, b"alice-token-0123456789").map(|t| t.principal().scopes().to_vec()), Some(vec!["tools".to_owned()]));
+        assert_eq!(holder(&tokens, b"bob-token-0123456789ab").map(|t| t.principal().id()), Some("token bob"));
+        assert!(holder(&tokens, b"carol-token-0123456789").is_none());
+        assert!(!format!("{tokens:?}").contains(&digest("alice-token-0123456789")), "digests are not shown either");
+
+        for (bad, why) in [
+            (list.replace("bob", "alice"), "two tokens are named"),
+            (list.replace(&digest("bob-token-0123456789ab"), &digest("alice-token-0123456789")), "listed twice"),
+            (list.replace(&digest("bob-token-0123456789ab"), "abc"), "64 hex digits"),
+            (list.replace("name = \"bob\"", "name = \"b o b\""), "must be 1 to 128"),
+            (format!("{list}\nextra = 1\n"), "unknown field"),
+        ] {
+            std::fs::write(&path, bad).expect("write");
+            let error = BearerToken::list_from_file(&path).expect_err("refused").to_string();
+            assert!(error.contains(why), "{error}");
+        }
     }
 }

@@ -22,10 +22,16 @@ use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::Flavor;
 use super::streamable::SESSION_QUEUE;
 use super::{Accepts, Shared, parse_body, sse};
+use crate::identity::Principal;
 use crate::session::{OutboundReceiver, Session, outbound_charged};
 
 /// GET /sse: a new session and its stream.
-pub(super) async fn open(State(shared): State<Arc<Shared>>, Extension(client): Extension<ClientKey>, headers: HeaderMap) -> Response {
+pub(super) async fn open(
+    State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientKey>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+) -> Response {
     let server = match shared.server() {
         Ok(server) => server,
         Err(response) => return response,
@@ -43,7 +49,7 @@ pub(super) async fn open(State(shared): State<Arc<Shared>>, Extension(client): E
         Err(refused) => return refused,
     };
     let (out, queue) = outbound_charged(SESSION_QUEUE, server.budget());
-    let http = match shared.sessions.create(Session::new(server, out), Flavor::Sse, &shared.shutdown, session_share) {
+    let http = match shared.sessions.create(Session::new(server, out, principal), Flavor::Sse, &shared.shutdown, session_share) {
         Ok(http) => http,
         Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
     };
@@ -115,11 +121,16 @@ fn channel_body(
 }
 
 /// POST /messages?session_id=…: one message of an HTTP+SSE session; its answer goes on the stream.
-pub(super) async fn message(State(shared): State<Arc<Shared>>, Query(query): Query<HashMap<String, String>>, body: Bytes) -> Response {
+pub(super) async fn message(
+    State(shared): State<Arc<Shared>>,
+    Extension(principal): Extension<Principal>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
     let Some(id) = query.get("session_id").or_else(|| query.get("sessionId")) else {
         return refusal(StatusCode::BAD_REQUEST, "missing session_id");
     };
-    let Some(http) = shared.sessions.get(id, Flavor::Sse) else {
+    let Some(http) = shared.sessions.get(id, Flavor::Sse, &principal) else {
         return refusal(StatusCode::NOT_FOUND, "session not found: its stream closed");
     };
     let value = match parse_body(&body) {

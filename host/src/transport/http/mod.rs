@@ -447,8 +447,11 @@ fn routes(shared: Arc<Shared>) -> Routes {
 /// (`body.rs`).
 async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     peers::identify(&shared, &mut request);
-    if let Some(refusal) = guard::refused(&shared, &request) {
-        return refusal;
+    match guard::admit(&shared, &request) {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+        }
+        Err(refusal) => return refusal,
     }
     match body::read_whole(&shared, request).await {
         Ok((request, held)) => {

@@ -22,6 +22,7 @@ use super::peers::Share;
 use super::sse::{ReplayLimits, ResumableStream};
 use super::{HttpLimits, Shared};
 use crate::budget::Budget;
+use crate::identity::Principal;
 use crate::session::Session;
 
 /// POST streams of one session open at once.
@@ -247,9 +248,10 @@ impl SessionTable {
         self.lock().len() >= self.max
     }
 
-    /// The session with this id, if it is live and of this flavor.
-    pub(super) fn get(&self, id: &str, flavor: Flavor) -> Option<Arc<HttpSession>> {
-        self.lock().get(id).filter(|s| s.flavor == flavor).cloned()
+    /// The session with this id, if it is live, of this flavor and `principal`'s: another
+    /// principal's session is as unknown to a request as one that never was.
+    pub(super) fn get(&self, id: &str, flavor: Flavor, principal: &Principal) -> Option<Arc<HttpSession>> {
+        self.lock().get(id).filter(|s| s.flavor == flavor && s.session.principal() == principal).cloned()
     }
 
     /// Ends a session: its id is unknown from now on and its requests are cancelled.

@@ -30,6 +30,7 @@ use super::headers::{self, PROTOCOL_VERSION};
 use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
+use crate::identity::Principal;
 use crate::jsonrpc;
 use crate::revision::Revision;
 use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, SERVER_BUSY, ServerState, Session, is_modern, outbound_charged};
@@ -50,7 +51,13 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// POST /mcp.
-pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): Extension<ClientKey>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn post(
+    State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientKey>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let server = match shared.server() {
         Ok(server) => server,
         Err(response) => return response,
@@ -72,10 +79,10 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): E
     let version = header_str(&headers, PROTOCOL_VERSION);
     let modern_message = value.as_object().and_then(|m| m.get("params")).and_then(Value::as_object).is_some_and(|p| is_modern(Some(p)));
     if modern_message || (session_id.is_none() && version.is_some_and(|v| Revision::session(v).is_none())) {
-        return stateless(&shared, server, &headers, value, accepts, client).await;
+        return stateless(&shared, server, &headers, value, accepts, client, principal).await;
     }
     if let Some(id) = session_id {
-        let Some(http) = shared.sessions.get(id, Flavor::Streamable) else {
+        let Some(http) = shared.sessions.get(id, Flavor::Streamable, &principal) else {
             return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
         };
         if let Some(version) = version
@@ -92,7 +99,7 @@ pub(super) async fn post(State(shared): State<Arc<Shared>>, Extension(client): E
             Err(refused) => return refused,
         };
         let (out, queue) = outbound_charged(SESSION_QUEUE, server.budget());
-        let http = match shared.sessions.create(Session::new(server, out), Flavor::Streamable, &shared.shutdown, share) {
+        let http = match shared.sessions.create(Session::new(server, out, principal), Flavor::Streamable, &shared.shutdown, share) {
             Ok(http) => http,
             Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
         };
@@ -177,7 +184,15 @@ async fn reply_only(queue: &mut OutboundReceiver) -> Option<Outgoing> {
 /// A stateless 2026-07-28 request.
 /// `client` is who sent it: its tasks count against that client's quota, and a listen
 /// request holds one of its stream shares.
-async fn stateless(shared: &Arc<Shared>, server: Arc<ServerState>, headers: &HeaderMap, value: Value, accepts: Accepts, client: ClientKey) -> Response {
+async fn stateless(
+    shared: &Arc<Shared>,
+    server: Arc<ServerState>,
+    headers: &HeaderMap,
+    value: Value,
+    accepts: Accepts,
+    client: ClientKey,
+    principal: Principal,
+) -> Response {
     if let Some(message) = value.as_object()
         && let Err(error) = headers::check(headers, message, &server)
     {
@@ -195,7 +210,7 @@ async fn stateless(shared: &Arc<Shared>, server: Arc<ServerState>, headers: &Hea
     };
     let has_request = holds_request(&value);
     let (out, mut queue) = outbound_charged(POST_QUEUE, server.budget());
-    let session = Session::one_request_from(server, out.clone(), &client.to_string());
+    let session = Session::one_request_from(server, out.clone(), &client.to_string(), principal);
     shared.track(&session);
     session.handle_value_on(value, out).await;
     if !has_request {
@@ -313,7 +328,12 @@ fn modern_status(code: i64) -> StatusCode {
 }
 
 /// GET /mcp: the session's own stream, or any of its streams resumed after `Last-Event-ID`.
-pub(super) async fn get(State(shared): State<Arc<Shared>>, Extension(client): Extension<ClientKey>, headers: HeaderMap) -> Response {
+pub(super) async fn get(
+    State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientKey>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+) -> Response {
     if let Err(response) = shared.server() {
         return response;
     }
@@ -326,7 +346,7 @@ pub(super) async fn get(State(shared): State<Arc<Shared>>, Extension(client): Ex
         }
         return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
     };
-    let Some(http) = shared.sessions.get(id, Flavor::Streamable) else {
+    let Some(http) = shared.sessions.get(id, Flavor::Streamable, &principal) else {
         return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
     };
     http.touch();
@@ -355,11 +375,11 @@ pub(super) async fn get(State(shared): State<Arc<Shared>>, Extension(client): Ex
 }
 
 /// DELETE /mcp: ends the session.
-pub(super) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+pub(super) async fn delete(State(shared): State<Arc<Shared>>, Extension(principal): Extension<Principal>, headers: HeaderMap) -> Response {
     let Some(id) = header_str(&headers, SESSION_ID) else {
         return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
     };
-    if shared.sessions.get(id, Flavor::Streamable).is_some() && shared.sessions.remove(id) {
+    if shared.sessions.get(id, Flavor::Streamable, &principal).is_some() && shared.sessions.remove(id) {
         tracing::debug!(session = %id, "session deleted by its client");
         return StatusCode::OK.into_response();
     }

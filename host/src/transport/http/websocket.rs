@@ -31,6 +31,7 @@ use super::guard::refusal;
 use super::streamable::SESSION_QUEUE;
 use super::ws_frames::{MessageWatch, Watched};
 use super::{ConnectionHeld, Shared};
+use crate::identity::Principal;
 use crate::jsonrpc::{self, ErrorObject};
 use crate::session::{ServerState, Session, outbound_charged};
 
@@ -71,6 +72,8 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Requ
     };
     // The connection's slot and its client's share stay held while the socket is open.
     let held = request.extensions().get::<ConnectionHeld>().cloned();
+    // Authenticated at connect: every message of the socket is served for this principal.
+    let principal = request.extensions().get::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
     let work = shared.work.clone();
     work.spawn(async move {
         let upgraded = match on_upgrade.await {
@@ -85,7 +88,7 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Requ
         let watch = Arc::new(MessageWatch::default());
         let io = Watched::new(TokioIo::new(upgraded), Arc::clone(&watch), Arc::clone(&shared.budget));
         let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
-        serve(shared, server, socket, watch).await;
+        serve(shared, server, socket, watch, principal).await;
         drop(held);
     });
     let mut response = Response::new(Body::empty());
@@ -114,13 +117,13 @@ fn next_wait(silence: Duration, message_deadline: Duration, watch: &MessageWatch
     }
 }
 
-async fn serve<T>(shared: Arc<Shared>, server: Arc<ServerState>, socket: WebSocketStream<T>, watch: Arc<MessageWatch>)
+async fn serve<T>(shared: Arc<Shared>, server: Arc<ServerState>, socket: WebSocketStream<T>, watch: Arc<MessageWatch>, principal: Principal)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut frames) = socket.split();
     let (out, mut queue) = outbound_charged(SESSION_QUEUE, server.budget());
-    let session = Session::new(server, out);
+    let session = Session::new(server, out, principal);
     shared.track(&session);
     let keep_alive = shared.options.limits.keep_alive;
     let (close_tx, mut close_rx) = tokio::sync::oneshot::channel::<CloseFrame>();

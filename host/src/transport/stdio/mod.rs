@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
 
+use crate::identity::Principal;
 use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, ServerState, Session, outbound_charged};
 
 mod reactor_fd;
@@ -94,8 +95,9 @@ impl Splitter {
 }
 
 /// Serves one session over the process's stdin and stdout until stdin ends: on the runtime's
-/// workers where the reactor can poll both, else on two blocking threads.
-pub async fn serve_process(server: Arc<ServerState>) -> std::io::Result<()> {
+/// workers where the reactor can poll both, else on two blocking threads. Every request is
+/// served for `principal` (the local user).
+pub async fn serve_process(server: Arc<ServerState>, principal: Principal) -> std::io::Result<()> {
     use std::os::fd::AsFd;
     let stdin = ReactorFd::new(std::io::stdin().as_fd(), tokio::io::Interest::READABLE);
     let stdout = ReactorFd::new(std::io::stdout().as_fd(), tokio::io::Interest::WRITABLE);
@@ -105,7 +107,7 @@ pub async fn serve_process(server: Arc<ServerState>) -> std::io::Result<()> {
             // stays non-blocking until the process exits.
             // On a worker, not the thread that blocks on the runtime: every hop to and from
             // that thread would be a context switch per message.
-            let served = tokio::spawn(serve_io(server, stdin, stdout)).await.map_err(std::io::Error::other)?;
+            let served = tokio::spawn(serve_io(server, stdin, stdout, principal)).await.map_err(std::io::Error::other)?;
             if served? == WriterEnd::Flushed {
                 stdin_flags.restore();
                 stdout_flags.restore();
@@ -117,14 +119,14 @@ pub async fn serve_process(server: Arc<ServerState>) -> std::io::Result<()> {
                 flags.restore();
             }
             tracing::debug!("stdin or stdout cannot be polled; serving stdio on blocking threads");
-            serve_on_threads(server).await
+            serve_on_threads(server, principal).await
         }
     }
 }
 
 /// Serves one session over the process's stdin and stdout with a blocking reader thread and a
 /// blocking writer thread.
-async fn serve_on_threads(server: Arc<ServerState>) -> std::io::Result<()> {
+async fn serve_on_threads(server: Arc<ServerState>, principal: Principal) -> std::io::Result<()> {
     let (lines_tx, lines_rx) = mpsc::channel(READ_AHEAD);
     std::thread::Builder::new().name("paddock-stdin".into()).spawn(move || {
         let stdin = std::io::stdin();
@@ -158,7 +160,7 @@ async fn serve_on_threads(server: Arc<ServerState>) -> std::io::Result<()> {
         let written = write_frames(&mut out_rx, &mut output);
         let _ = done_tx.send(written);
     })?;
-    drive(Session::new(server, out_tx), lines_rx).await;
+    drive(Session::new(server, out_tx, principal), lines_rx).await;
     // The writer ends once every request has let go of the session. A request still running
     // after the drain, or a client that no longer reads stdout, must not keep the process
     // alive: the wait is bounded and the blocked thread is left behind for the process exit.
@@ -200,23 +202,23 @@ enum WriterEnd {
     LeftBehind,
 }
 
-/// Serves one session over `input`/`output` until `input` ends.
-pub async fn serve<R, W>(server: Arc<ServerState>, input: R, output: W) -> std::io::Result<()>
+/// Serves one session for `principal` over `input`/`output` until `input` ends.
+pub async fn serve<R, W>(server: Arc<ServerState>, input: R, output: W, principal: Principal) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_io(server, input, output).await.map(|_| ())
+    serve_io(server, input, output, principal).await.map(|_| ())
 }
 
-async fn serve_io<R, W>(server: Arc<ServerState>, mut input: R, output: W) -> std::io::Result<WriterEnd>
+async fn serve_io<R, W>(server: Arc<ServerState>, mut input: R, output: W, principal: Principal) -> std::io::Result<WriterEnd>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out_tx, out_rx) = outbound_charged(OutboundLimits::default(), server.budget());
     let writer = tokio::spawn(write_lines(out_rx, output));
-    let session = Session::new(server, out_tx);
+    let session = Session::new(server, out_tx, principal);
     // Lines are handed to the session as they are read, on this task: no queue, no hop.
     let mut splitter = Splitter::new(MAX_LINE);
     let mut buf = vec![0u8; 64 * 1024];

@@ -1,0 +1,98 @@
+//! `Principal`: who a request is served for, fixed when it is admitted. An issuer (a token
+//! issuer's URL, `token` for a named static token, `local` for the user on stdio, `anonymous`
+//! for an HTTP listener without authentication) and a subject, with the scopes the credential
+//! granted. Everything a request leaves behind (a legacy session, a task, a sealed request
+//! state) is bound to its principal's `id`.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The issuer of named static tokens.
+pub const TOKEN_ISSUER: &str = "token";
+/// The issuer of the principal on stdio.
+pub const LOCAL_ISSUER: &str = "local";
+/// The issuer of requests to an HTTP listener that authenticates nobody (loopback only).
+pub const ANONYMOUS_ISSUER: &str = "anonymous";
+
+/// Who a request is served for.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Principal {
+    issuer: Arc<str>,
+    subject: Arc<str>,
+    scopes: Arc<[String]>,
+    /// `issuer subject`: an issuer never holds a space (a URL or one of the words above), so
+    /// two principals have the same id only when both parts are the same.
+    id: Arc<str>,
+}
+
+impl Principal {
+    /// A principal `subject` of `issuer`, granted `scopes`. A space in `issuer` is replaced
+    /// (`%20`), so the id stays unambiguous whatever a configuration or a token says.
+    pub fn new(issuer: &str, subject: &str, scopes: Vec<String>) -> Principal {
+        let issuer: Arc<str> = Arc::from(issuer.replace(' ', "%20"));
+        let id = Arc::from(format!("{issuer} {subject}"));
+        Principal { issuer, subject: Arc::from(subject), scopes: Arc::from(scopes), id }
+    }
+
+    /// The user on stdio, named `name`.
+    pub fn local(name: &str) -> Principal {
+        Principal::new(LOCAL_ISSUER, name, Vec::new())
+    }
+
+    /// The holder of the named static token `name`.
+    pub fn token(name: &str, scopes: Vec<String>) -> Principal {
+        Principal::new(TOKEN_ISSUER, name, scopes)
+    }
+
+    /// Whoever reaches an HTTP listener that authenticates nobody.
+    pub fn anonymous() -> Principal {
+        Principal::new(ANONYMOUS_ISSUER, "", Vec::new())
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    pub fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
+    /// `issuer subject`: what ownership is compared by, and what a plugin is told as the caller.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl fmt::Debug for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Principal").field(&self.id()).finish()
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::escape::shorten(self.id()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_differ_whenever_issuer_or_subject_does() {
+        let pairs = [("https://a.example", "b c"), ("https://a.example b", "c"), ("token", "alice"), ("local", "alice"), ("a b", "c")];
+        let ids: Vec<String> = pairs.iter().map(|(issuer, subject)| Principal::new(issuer, subject, Vec::new()).id().to_owned()).collect();
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(Principal::token("alice", vec!["tools".into()]).id(), "token alice");
+        assert_eq!(Principal::token("alice", Vec::new()).scopes().len(), 0);
+    }
+}
