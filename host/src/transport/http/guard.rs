@@ -445,20 +445,42 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, mut request: Reques
 
 /// Who a request is served for, or the refusal of a request the guard does not let through.
 pub(super) fn admit(shared: &Shared, request: &Request) -> Result<Principal, Response> {
-    refused(shared, request).map_or_else(|| Ok(principal_of(&shared.options.access, request)), Err)
-}
-
-/// The principal of a request the guard let through: the holder of its token, or anonymous when
-/// the listener has no tokens (or for the health endpoints, which serve nobody).
-fn principal_of(policy: &AccessPolicy, request: &Request) -> Principal {
-    match bearer(request.headers()).and_then(|presented| holder(&policy.tokens, presented)) {
-        Some(token) => token.principal.clone(),
-        None => Principal::anonymous(),
+    if let Some(refusal) = refused_by_name(shared, request) {
+        return Err(refusal);
     }
+    let principal = authenticate(shared, request)?;
+    // A body announced larger than the limit is refused before any of it is read.
+    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > shared.options.limits.max_body as u64) {
+        let peer = request.extensions().get::<Peer>().map(|p| p.0);
+        tracing::warn!(peer = ?peer, bytes = announced, "refused a request: its body is larger than the limit");
+        return Err(refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts"));
+    }
+    Ok(principal)
 }
 
-/// The refusal of a request the guard does not let through, if it does not.
-fn refused(shared: &Shared, request: &Request) -> Option<Response> {
+/// The holder of the request's token, or the refusal (401) of a request without one of the
+/// listener's tokens. Without tokens, and for the health endpoints (which serve nobody), the
+/// principal is anonymous.
+fn authenticate(shared: &Shared, request: &Request) -> Result<Principal, Response> {
+    let tokens = &shared.options.access.tokens;
+    if tokens.is_empty() || matches!(request.uri().path(), "/healthz" | "/readyz") {
+        return Ok(Principal::anonymous());
+    }
+    let presented = bearer(request.headers());
+    if let Some(token) = presented.and_then(|presented| holder(tokens, presented)) {
+        return Ok(token.principal.clone());
+    }
+    let peer = request.extensions().get::<Peer>().map(|p| p.0);
+    tracing::warn!(peer = ?peer, path = %Escaped(&shortened(request.uri().path())), "refused a request: {}", if presented.is_some() { "wrong bearer token" } else { "no bearer token" });
+    let mut response = refusal(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+    let challenge = if presented.is_some() { r#"Bearer realm="paddock", error="invalid_token""# } else { r#"Bearer realm="paddock""# };
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    Err(response)
+}
+
+/// The refusal of a request whose `Host` or `Origin` the guard does not let through, if it does not.
+fn refused_by_name(shared: &Shared, request: &Request) -> Option<Response> {
     let policy = &shared.options.access;
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
     match named_hosts(request) {
@@ -485,25 +507,6 @@ fn refused(shared: &Shared, request: &Request) -> Option<Response> {
             tracing::warn!(peer = ?peer, origin = %Escaped(&shortened(&text)), "refused a request: its Origin is not allowed (--allow-origin adds origins)");
             return Some(refusal(StatusCode::FORBIDDEN, "Origin not allowed"));
         }
-    }
-    let public = matches!(request.uri().path(), "/healthz" | "/readyz");
-    if !policy.tokens.is_empty() && !public {
-        match bearer(headers) {
-            Some(presented) if holder(&policy.tokens, presented).is_some() => {}
-            presented => {
-                tracing::warn!(peer = ?peer, path = %Escaped(&shortened(request.uri().path())), "refused a request: {}", if presented.is_some() { "wrong bearer token" } else { "no bearer token" });
-                let mut response = refusal(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
-                let challenge = if presented.is_some() { r#"Bearer realm="paddock", error="invalid_token""# } else { r#"Bearer realm="paddock""# };
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
-                return Some(response);
-            }
-        }
-    }
-    // A body announced larger than the limit is refused before any of it is read.
-    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|length| length > shared.options.limits.max_body as u64) {
-        tracing::warn!(peer = ?peer, bytes = announced, "refused a request: its body is larger than the limit");
-        return Some(refusal(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than the server accepts"));
     }
     None
 }
