@@ -448,3 +448,37 @@ async fn named_tokens_serve_each_holder_and_a_session_answers_only_the_principal
     assert_eq!(message(&as_bob).await?.status(), 202);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_plugin_is_told_which_token_holder_it_serves() -> Result<()> {
+    let token = "alice-token-0123456789abcdef";
+    let digest: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let plugins = PluginDir::new()
+        .add("fixture", &paddock_tests::fixture_wasm("fixture"))
+        .write("tokens.toml", format!("[[token]]\nname = \"alice\"\nsha256 = \"{digest}\"\n"));
+    let tokens = plugins.path().join("tokens.toml");
+    let host = HttpHost::start(plugins.path(), &["--tokens", tokens.to_str().unwrap_or_default()]).await?;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "_meta": modern_meta(json!({})), "name": "fixture_context", "arguments": {}
+    }});
+    let response = reqwest::Client::new()
+        .post(host.url("/mcp"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "fixture_context")
+        .body(call.to_string())
+        .send()
+        .await?;
+    assert_eq!(response.status(), 200);
+    let reply: Value = response.json().await?;
+    let text = reply["result"]["content"][0]["text"].as_str().context("a text block")?;
+    let seen: Value = serde_json::from_str(text)?;
+    assert_eq!(seen["caller"], "token alice", "{seen}");
+    Ok(())
+}

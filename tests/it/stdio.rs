@@ -217,3 +217,13 @@ async fn a_large_call_reuses_the_hosts_memory_instead_of_faulting_it_in_again() 
     assert!(per_call < 600, "{per_call} page faults per 1 MiB echo");
     assert_eq!(host.close().await.expect("exit"), 0);
 }
+
+#[tokio::test]
+async fn a_plugin_is_told_the_principal_it_serves() {
+    let plugins = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let mut host = StdioHost::start(plugins.path(), &["--principal", "alice"]).expect("start");
+    host.initialize("2025-11-25").await.expect("initialize");
+    let result = host.call_tool("fixture_context", json!({})).await.expect("call");
+    let seen: serde_json::Value = serde_json::from_str(first_text(&result)).expect("the context as JSON");
+    assert_eq!(seen["caller"], "local alice", "{seen}");
+}
