@@ -400,6 +400,17 @@ async fn named_tokens_serve_each_holder_and_a_session_answers_only_the_principal
     assert_eq!(post_discover(&host, &[("authorization", &as_bob)]).await?.status(), 200);
     assert_eq!(post_discover(&host, &[("authorization", "Bearer carol-token-0123456789abcdef")]).await?.status(), 401);
     assert_eq!(post_discover(&host, &[]).await?.status(), 401);
+    // A token is read from the `Authorization` header only, never from the query string.
+    for query in [format!("access_token={alice}"), format!("token={alice}")] {
+        let in_query = reqwest::Client::new()
+            .post(host.url(&format!("/mcp?{query}")))
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "server/discover")
+            .body(discover())
+            .send()
+            .await?;
+        assert_eq!(in_query.status(), 401, "{query}");
+    }
 
     // Alice opens a legacy session; to Bob its id is an unknown session, on every method.
     let client = reqwest::Client::new();
