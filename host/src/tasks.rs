@@ -9,8 +9,8 @@
 //! once (finished ones included, until their time to live runs out), `MAX_TASKS_PER_CLIENT`
 //! per client and `MAX_UNFINISHED_PER_PLUGIN` unfinished per plugin, so neither a client nor a
 //! plugin crowds out the others. The client a task counts against (its `QuotaKey`) is the legacy
-//! session that created it, or for a 2026-07-28 request what the transport knows of the client
-//! (its address over HTTP). A finished task never keeps another client from creating one: when
+//! session that created it, or for a 2026-07-28 request its authenticated principal, else what
+//! the transport knows of the client (its address over HTTP). A finished task never keeps another client from creating one: when
 //! the store is full, the oldest finished task of the client holding most is evicted, and its id
 //! is remembered (the last `MAX_EVICTED_REMEMBERED`) so that asking for it says so. A client at
 //! its own quota gives up its own oldest finished task, and is refused only when every task it
@@ -107,8 +107,11 @@ pub enum TaskOwner {
 pub enum QuotaKey {
     /// A session that is one client (a legacy session, stdio).
     Session(u64),
-    /// What the transport knows of the client of a request without a session (its address).
+    /// What the transport knows of the client of a request without a session (its address),
+    /// when the request authenticated nobody.
     Client(Arc<str>),
+    /// The authenticated principal of a request without a session (its id), wherever it calls from.
+    Principal(Arc<str>),
 }
 
 /// Why a task was not created. All but `NoRandom` say the server is busy: the same call may

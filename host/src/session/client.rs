@@ -3,6 +3,8 @@
 //! each question goes out with a session-unique id, and the answers are awaited under the
 //! server's input timeout; unanswered questions are withdrawn when the wait ends early.
 
+use std::sync::Arc;
+
 use futures::future::{BoxFuture, join_all};
 use serde_json::{Map, Value, json};
 
@@ -25,8 +27,14 @@ impl mcp::Client for Session {
     }
 
     fn quota(&self) -> QuotaKey {
-        // What the transport knows of the client, or this session (a legacy session or stdio is one client).
-        self.client.clone().map_or(QuotaKey::Session(self.id), QuotaKey::Client)
+        // A request without a session counts against its principal when it authenticated one,
+        // else against what the transport knows of the client; a legacy session or stdio is
+        // one client.
+        match &self.client {
+            None => QuotaKey::Session(self.id),
+            Some(_) if self.principal.issuer() != crate::identity::ANONYMOUS_ISSUER => QuotaKey::Principal(Arc::from(self.principal.id())),
+            Some(address) => QuotaKey::Client(Arc::clone(address)),
+        }
     }
 
     fn declared(&self) -> (Map<String, Value>, Option<ClientInfo>) {

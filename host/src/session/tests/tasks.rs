@@ -544,3 +544,31 @@ async fn another_principals_task_and_request_state_are_answered_like_unknown_one
     let mine = alice.ask(&task_request(5, "tasks/get", &id)).await;
     assert_eq!(mine["result"]["status"], "completed", "the owner still sees it: {mine}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_authenticated_principal_has_its_own_task_quota_wherever_it_calls_from() {
+    let server = Faults::serve(vec![Faults::new("a"), Faults::new("b"), Faults::new("c")]);
+    let at = |principal: Principal| {
+        let (tx, rx) = outbound(OutboundLimits::default());
+        Harness { session: Session::one_request_from(Arc::clone(&server), tx, "192.0.2.1", principal), rx }
+    };
+    let (mut alice, mut bob) = (at(Principal::token("alice", Vec::new())), at(Principal::token("bob", Vec::new())));
+    let quota = crate::tasks::MAX_TASKS_PER_CLIENT as u32;
+    for n in 0..quota {
+        alice.send(&call(n, TASK_CAPS, if n % 2 == 0 { "a_hold" } else { "b_hold" }, "{}")).await;
+    }
+    for _ in 0..quota {
+        let reply = alice.recv().await;
+        assert_eq!(reply["result"]["resultType"], "task", "{reply}");
+    }
+    let refused = alice.ask(&call(100, TASK_CAPS, "c_hold", "{}")).await;
+    assert_eq!(refused["error"]["code"], SERVER_BUSY, "alice is at her quota: {refused}");
+    let created = bob.ask(&call(1, TASK_CAPS, "c_hold", "{}")).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "bob, from the same address, has a quota of his own: {created}");
+    let mut alice_elsewhere = {
+        let (tx, rx) = outbound(OutboundLimits::default());
+        Harness { session: Session::one_request_from(Arc::clone(&server), tx, "198.51.100.7", Principal::token("alice", Vec::new())), rx }
+    };
+    let still = alice_elsewhere.ask(&call(2, TASK_CAPS, "c_hold", "{}")).await;
+    assert_eq!(still["error"]["code"], SERVER_BUSY, "and alice's quota follows her to another address: {still}");
+}
