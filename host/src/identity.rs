@@ -1,7 +1,7 @@
 //! `Principal`: who a request is served for, fixed when it is admitted. An issuer (a token
 //! issuer's URL, `token` for a named static token, `local` for the user on stdio, `anonymous`
 //! for an HTTP listener without authentication) and a subject, with the scopes the credential
-//! granted. Everything a request leaves behind (a legacy session, a task, a sealed request
+//! granted and the groups it belongs to. Everything a request leaves behind (a legacy session, a task, a sealed request
 //! state) is bound to its principal's `id`.
 
 use std::fmt;
@@ -14,12 +14,16 @@ pub const LOCAL_ISSUER: &str = "local";
 /// The issuer of requests to an HTTP listener that authenticates nobody (loopback only).
 pub const ANONYMOUS_ISSUER: &str = "anonymous";
 
-/// Who a request is served for.
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// Who a request is served for. Two principals are the same when their ids are: a refreshed
+/// token with other scopes or groups still owns what its subject owns.
+#[derive(Clone)]
 pub struct Principal {
     issuer: Arc<str>,
     subject: Arc<str>,
     scopes: Arc<[String]>,
+    /// The groups the credential names (a token's `groups` claim, a named token's `groups`),
+    /// which tool policy may match on.
+    groups: Arc<[String]>,
     /// `issuer subject`: an issuer never holds a space (a URL or one of the words above), so
     /// two principals have the same id only when both parts are the same.
     id: Arc<str>,
@@ -31,7 +35,14 @@ impl Principal {
     pub fn new(issuer: &str, subject: &str, scopes: Vec<String>) -> Principal {
         let issuer: Arc<str> = Arc::from(issuer.replace(' ', "%20"));
         let id = Arc::from(format!("{issuer} {subject}"));
-        Principal { issuer, subject: Arc::from(subject), scopes: Arc::from(scopes), id }
+        Principal { issuer, subject: Arc::from(subject), scopes: Arc::from(scopes), groups: Arc::from(Vec::new()), id }
+    }
+
+    /// The same principal, a member of `groups`.
+    #[must_use]
+    pub fn with_groups(mut self, groups: Vec<String>) -> Principal {
+        self.groups = Arc::from(groups);
+        self
     }
 
     /// The user on stdio, named `name`.
@@ -61,9 +72,32 @@ impl Principal {
         &self.scopes
     }
 
+    pub fn groups(&self) -> &[String] {
+        &self.groups
+    }
+
+    /// Whether the credential granted `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
     /// `issuer subject`: what ownership is compared by, and what a plugin is told as the caller.
     pub fn id(&self) -> &str {
         &self.id
+    }
+}
+
+impl PartialEq for Principal {
+    fn eq(&self, other: &Principal) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Principal {}
+
+impl std::hash::Hash for Principal {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
     }
 }
 
