@@ -62,6 +62,15 @@ enum Command {
         /// tasks and request states). Default: the user running paddock (`$USER`), else `local`.
         #[arg(long, value_name = "NAME", conflicts_with = "http")]
         principal: Option<String>,
+        /// Append one audit record per request that reaches policy (tool calls, reads, prompt
+        /// gets, completions, task methods) to FILE, as JSON lines: principal, transport,
+        /// method, name, plugin, a SHA-256 of the arguments (never their values), outcome and
+        /// duration.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Write the audit records to the log instead (target `audit`).
+        #[arg(long, conflicts_with = "audit")]
+        audit_log: bool,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -277,12 +286,17 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, http, common } => {
+        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, audit, audit_log, http, common } => {
+            let audit = match (audit, audit_log) {
+                (Some(path), _) => crate::audit::Audit::to_file(&path)?,
+                (None, true) => crate::audit::Audit::to_log(),
+                (None, false) => crate::audit::Audit::off(),
+            };
             let budget = crate::budget::Budget::new(memory_budget.unwrap_or_else(crate::budget::Budget::for_machine));
             tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
             match http.http {
-                Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, budget).await,
-                None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget, principal.as_deref()).await,
+                Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, budget, audit).await,
+                None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget, principal.as_deref(), audit).await,
             }
         }
         Command::Inspect { file, common } => inspect(&file, &common).await,
@@ -338,8 +352,9 @@ async fn serve(
     common: &CommonArgs,
     budget: Arc<crate::budget::Budget>,
     principal: Option<&str>,
+    audit: crate::audit::Audit,
 ) -> Result<ExitCode> {
-    let server = load_server(plugins_dir, state_key_file, common, "stdio", budget, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
+    let server = load_server(plugins_dir, state_key_file, common, "stdio", budget, crate::runtime::RuntimeOptions::default().host_descriptors, audit).await?;
     let name = principal.map(str::to_owned).or_else(|| std::env::var("USER").ok().filter(|user| !user.is_empty())).unwrap_or_else(|| "local".to_owned());
     let principal = crate::identity::Principal::local(&name);
     crate::transport::stdio::serve_process(server, principal).await.context("stdio transport failed")?;
@@ -355,6 +370,7 @@ async fn serve_http(
     state_key_file: Option<&Path>,
     common: &CommonArgs,
     budget: Arc<crate::budget::Budget>,
+    audit: crate::audit::Audit,
 ) -> Result<ExitCode> {
     use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions, PeerLimits};
     let mut tokens = match &args.tokens {
@@ -416,7 +432,7 @@ async fn serve_http(
     let serving = tokio::spawn(listener.run(stop.clone()));
     tokio::spawn(stop_on_signal(stop.clone()));
     let host_descriptors = crate::transport::http::host_descriptors(args.max_connections);
-    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", budget, host_descriptors).await {
+    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", budget, host_descriptors, audit).await {
         Ok(server) => server,
         Err(err) => {
             stop.cancel();
@@ -453,6 +469,7 @@ async fn load_server(
     over: &str,
     budget: Arc<crate::budget::Budget>,
     host_descriptors: u64,
+    audit: crate::audit::Audit,
 ) -> Result<Arc<crate::session::ServerState>> {
     let loaded = load(plugins_dir, common, host_descriptors).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
@@ -484,7 +501,39 @@ async fn load_server(
         Some(path) => crate::input::StateKey::from_file(path)?,
         None => crate::input::StateKey::random()?,
     };
-    Ok(crate::session::ServerState::with_budget(router, state_key, budget))
+    for (rule, pattern) in loaded.config.access().unmatched(&|kind| served_names(&router, kind)) {
+        tracing::warn!("{}", unmatched_rule(rule, pattern));
+    }
+    let callers =
+        crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
+    Ok(crate::session::ServerState::with_callers(router, state_key, budget, callers))
+}
+
+/// The exposed names of `kind` a router serves (a resource's URI, a template's URI template).
+fn served_names(router: &crate::router::Router, kind: crate::policy::ItemKind) -> Vec<String> {
+    use crate::policy::ItemKind;
+    match kind {
+        ItemKind::Tool => router.tools().iter().map(|t| t.name.clone()).collect(),
+        ItemKind::Prompt => router.prompts().iter().map(|p| p.name.clone()).collect(),
+        ItemKind::Resource => {
+            router.resources().iter().map(|r| r.uri.clone()).chain(router.resource_templates().iter().map(|t| t.uri_template.clone())).collect()
+        }
+    }
+}
+
+/// A policy rule (or one of its patterns) that matches nothing served, said with the fix.
+fn unmatched_rule(rule: &str, pattern: Option<(crate::policy::ItemKind, &str)>) -> String {
+    match pattern {
+        None => format!("warning: access rule `{rule}` names no tools, resources or prompts, so it matches nothing (fix: add patterns or remove it)"),
+        Some((kind, pattern)) => {
+            let kind = match kind {
+                crate::policy::ItemKind::Tool => "tools",
+                crate::policy::ItemKind::Resource => "resources",
+                crate::policy::ItemKind::Prompt => "prompts",
+            };
+            format!("warning: access rule `{rule}`: the {kind} pattern `{pattern}` matches nothing served (fix: correct the pattern or remove it)")
+        }
+    }
 }
 
 /// The plugin a load problem is about, when it is about a plugin file: the file's stem, which
@@ -522,6 +571,9 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         router.resource_templates().len(),
         router.prompts().len()
     );
+    for (rule, pattern) in loaded.config.access().unmatched(&|kind| served_names(router, kind)) {
+        println!("{}", unmatched_rule(rule, pattern));
+    }
     // Loaded, but not as configured: said here as well as in the log.
     for warning in &loaded.report.warnings {
         println!("warning: {warning}");

@@ -16,10 +16,14 @@
 //! - `limits = { memory = "64MiB", timeout = "10s", concurrency = 8, output = "1MiB" }`;
 //! - `expose = { prefix = "name" }` (`""` for no prefix; default: the plugin id).
 //!
+//! Beside `[plugins]`, the main file holds the caller policy: `[access]` and `[rates]` (see
+//! `callers`).
+//!
 //! Validation never stops at the first mistake: every problem is collected as a `ConfigError`
 //! with its file, key and a fix. This module reads files and checks that granted host
 //! directories exist; it does not know wasmtime.
 
+mod callers;
 mod context;
 mod secrets;
 mod values;
@@ -28,7 +32,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::policy::Grant;
+use crate::policy::{AccessRules, Grant, RateRules};
 
 /// The name of the main configuration file in a plugins folder.
 pub const MAIN_FILE: &str = "paddock.toml";
@@ -67,6 +71,8 @@ impl fmt::Display for ConfigError {
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     grants: BTreeMap<String, Grant>,
+    access: AccessRules,
+    rates: RateRules,
     problems: Vec<ConfigError>,
     files: Vec<PathBuf>,
 }
@@ -106,6 +112,16 @@ impl Config {
         if errors.is_empty() { Ok(self.grants.get(id).cloned().unwrap_or_default()) } else { Err(errors) }
     }
 
+    /// Who may see and use which tools, resources and prompts (`[access]`).
+    pub fn access(&self) -> &AccessRules {
+        &self.access
+    }
+
+    /// The rate limits (`[rates]`).
+    pub fn rates(&self) -> &RateRules {
+        &self.rates
+    }
+
     /// Every configuration file that was read (the main file and each `<id>.toml`): files that
     /// no plugin grant may make writable.
     pub fn files(&self) -> &[PathBuf] {
@@ -142,6 +158,8 @@ type Sourced = (PathBuf, toml::Value);
 struct Loader {
     /// Per plugin, per key: where the value came from and the value.
     tables: BTreeMap<String, BTreeMap<String, Sourced>>,
+    access: AccessRules,
+    rates: RateRules,
     /// Per plugin: the key prefix used in messages, per file.
     problems: Vec<ConfigError>,
     /// Every file read.
@@ -152,9 +170,26 @@ impl Loader {
     fn read_main(&mut self, file: &Path, plugins_dir: &Path) {
         let Some(table) = self.read_table(file, None) else { return };
         for (key, value) in table {
-            if key != "plugins" {
-                self.problems.push(error(file, &key, None, "unknown top-level key", "put plugin settings under `[plugins.<id>]`"));
-                continue;
+            match key.as_str() {
+                "plugins" => {}
+                "access" => {
+                    self.access = callers::access(file, value, &mut self.problems);
+                    continue;
+                }
+                "rates" => {
+                    self.rates = callers::rates(file, value, &mut self.problems);
+                    continue;
+                }
+                _ => {
+                    self.problems.push(error(
+                        file,
+                        &key,
+                        None,
+                        "unknown top-level key",
+                        "put plugin settings under `[plugins.<id>]`, caller policy under `[access]` and `[rates]`",
+                    ));
+                    continue;
+                }
             }
             let toml::Value::Table(plugins) = value else {
                 self.problems.push(error(file, "plugins", None, "must be a table", "write `[plugins.<id>]` sections"));
@@ -234,7 +269,7 @@ impl Loader {
             }
             grants.insert(id, grant);
         }
-        Config { grants, problems: self.problems, files: self.files }
+        Config { grants, access: self.access, rates: self.rates, problems: self.problems, files: self.files }
     }
 }
 

@@ -87,6 +87,28 @@ impl Principal {
     }
 }
 
+/// The transport a request came in on, as audit records and logs name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    Stdio,
+    /// Streamable HTTP: a legacy session or a 2026-07-28 request.
+    StreamableHttp,
+    /// The legacy HTTP+SSE pair.
+    Sse,
+    WebSocket,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::StreamableHttp => "streamable-http",
+            Transport::Sse => "sse",
+            Transport::WebSocket => "websocket",
+        }
+    }
+}
+
 impl PartialEq for Principal {
     fn eq(&self, other: &Principal) -> bool {
         self.id == other.id

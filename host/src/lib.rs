@@ -5,6 +5,7 @@
 // Calls glibc's `mallopt` and `malloc_trim`, which take no pointers.
 #[allow(unsafe_code)]
 pub mod allocator;
+pub mod audit;
 pub mod budget;
 pub mod cli;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod mcp;
 pub mod plugin;
 pub mod policy;
 pub mod protocol;
+pub mod rate_limits;
 pub mod revision;
 pub mod router;
 pub mod runtime;

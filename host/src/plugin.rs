@@ -168,6 +168,8 @@ pub struct CallContext {
     cancel: CancellationToken,
     events: Option<mpsc::Sender<CallEvent>>,
     dropped: Arc<AtomicU64>,
+    /// What the host refused the plugin while serving this request (every run and round).
+    refused: Arc<AtomicU64>,
 }
 
 impl CallContext {
@@ -179,6 +181,7 @@ impl CallContext {
             cancel: CancellationToken::new(),
             events,
             dropped: Arc::new(AtomicU64::new(0)),
+            refused: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -218,6 +221,16 @@ impl CallContext {
         }
         self.dropped.fetch_add(1, Ordering::Relaxed);
         false
+    }
+
+    /// What the host refused the plugin while serving this request, so far.
+    pub fn refusals(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The counter the runtime's refusal recorder adds this request's refusals to.
+    pub(crate) fn refusal_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.refused)
     }
 
     /// Events dropped because the session's queue for this request was full.

@@ -353,6 +353,12 @@ impl Router {
         self.prompt_routes.get(name).map(|route| self.served[route.plugin].plugin.id())
     }
 
+    /// The id of the plugin serving the resource template `uri_template`.
+    pub fn template_owner(&self, uri_template: &str) -> Option<&str> {
+        let position = self.templates.iter().position(|t| t.uri_template == uri_template)?;
+        Some(self.served[self.template_routes[position].1].plugin.id())
+    }
+
     /// The id of the plugin a `resources/read` of `uri` goes to.
     pub fn resource_owner(&self, uri: &str) -> Option<&str> {
         if uri.len() > MAX_URI_BYTES {
@@ -517,6 +523,12 @@ impl Plan {
 /// Something with a stable name, for cursor fingerprints.
 pub trait Named {
     fn key(&self) -> &str;
+}
+
+impl<T: Named> Named for &T {
+    fn key(&self) -> &str {
+        (*self).key()
+    }
 }
 
 impl Named for Tool {

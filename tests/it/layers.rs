@@ -14,7 +14,7 @@ use paddock_tests::repo_root;
 /// implements it, so it sits below both and imports only the wire types.
 const LAYERS: &[&[&str]] = &[
     &["allocator", "escape", "revision", "jsonrpc", "protocol"],
-    &["identity", "input", "budget", "policy"],
+    &["identity", "input", "budget", "policy", "rate_limits", "audit"],
     &["plugin", "config", "tasks"],
     &["runtime"],
     &["router"],

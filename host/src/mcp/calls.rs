@@ -1,8 +1,11 @@
-//! `tools/call`, `prompts/get` and `resources/read`: what the client must have declared, and
-//! how the request is served: directly through the input rounds of its era (`rounds`), or as a
-//! task (`task_calls`).
+//! `tools/call`, `prompts/get` and `resources/read`: what the caller may use (tool policy, then
+//! rate limits, `caller_policy`), what the client must have declared, a person's approval when
+//! the tool's policy asks for one (`approvals`), and how the request is served: directly through
+//! the input rounds of its era (`rounds`), or as a task (`task_calls`).
 
 use super::Era;
+use super::approvals::{self, Approved};
+use super::caller_policy;
 use super::error::McpError;
 use super::reply::Reply;
 use super::request::{Call, Target};
@@ -11,10 +14,13 @@ use super::scope::Scope;
 use super::task_calls::{self, CallMode};
 use crate::input::missing_capabilities;
 use crate::jsonrpc::shortened;
+use crate::policy::Approval;
 
 /// Serves a request that may need input, to its end.
 pub(super) async fn serve(scope: &Scope, call: Call) -> Result<Reply, McpError> {
-    let Call { target, task, responses, state } = call;
+    let Call { target, task, mut responses, mut state } = call;
+    let approval = caller_policy::admit(scope, &target)?;
+    caller_policy::charge(scope, &target)?;
     let router = &scope.router;
     let context = scope.context();
     if let Target::Tool { name, .. } = &target
@@ -39,6 +45,24 @@ pub(super) async fn serve(scope: &Scope, call: Call) -> Result<Reply, McpError> 
         }
         _ => CallMode::Direct,
     };
+    match approval {
+        Approval::Auto => {}
+        Approval::Deny => return approvals::denied(&target),
+        Approval::Ask => {
+            let approved = match scope.era {
+                Era::Legacy { .. } => approvals::ask_in_session(scope, &target).await?,
+                Era::Modern { .. } => {
+                    let plugin = target.owner(router).ok_or_else(|| target.unknown())?;
+                    approvals::settle_stateless(scope, &target, &plugin, responses.as_ref(), state.as_ref())?
+                }
+            };
+            match approved {
+                Approved::Run => {}
+                Approved::Granted => (responses, state) = (None, None),
+                Approved::Answer(reply) => return Ok(reply),
+            }
+        }
+    }
     match (scope.era, mode) {
         (Era::Legacy { .. }, CallMode::Experimental { ttl }) => task_calls::start_experimental_task(scope, target, ttl).await,
         (Era::Legacy { .. }, _) => rounds::serve_in_session(scope, &target, &scope.cx, None).await,

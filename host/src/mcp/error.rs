@@ -19,6 +19,12 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// Unsupported protocol version (2026-07-28).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// JSON-RPC error code (implementation-defined server error, after HTTP 403) for a use the
+/// credential lacks a scope for.
+pub const INSUFFICIENT_SCOPE: i64 = -32003;
+/// JSON-RPC error code (implementation-defined server error, after HTTP 429) for a use refused by
+/// a rate limit; the data's `retryAfter` says in how many seconds to try again.
+pub const RATE_LIMITED: i64 = -32029;
 /// JSON-RPC error code (implementation-defined server error) for a request refused because the
 /// server is busy: a channel's requests in flight, the memory budget, the task store.
 pub const SERVER_BUSY: i64 = -32000;
@@ -47,6 +53,12 @@ pub enum McpError {
     /// A task that had ended and whose result was evicted.
     #[error("task `{}` had finished and its result was evicted to make room for other tasks; run the call again", shown_task(.id))]
     TaskEvicted { id: String },
+    /// The principal's credential lacks scopes using this takes.
+    #[error("this needs a token with the scope{} {}; ask the authorization server for a token that grants {}", if .scopes.len() == 1 { "" } else { "s" }, quoted(.scopes), if .scopes.len() == 1 { "it" } else { "them" })]
+    InsufficientScope { scopes: Vec<String> },
+    /// A rate limit refused the use.
+    #[error("{}", rate_limited(*.limit, *.retry_after))]
+    RateLimited { limit: crate::rate_limits::Limit, retry_after: std::time::Duration },
     /// The server has no room for this now; the client may retry.
     #[error("{0}")]
     Busy(String),
@@ -78,6 +90,10 @@ impl McpError {
             McpError::UnsupportedVersion { requested } => ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, message)
                 .with_data(json!({"supported": Revision::STATELESS.map(Revision::as_str), "requested": shortened(requested)})),
             McpError::TaskEvicted { id } => ErrorObject::new(INVALID_PARAMS, message).with_data(json!({"taskId": shown_task(id), "evicted": true})),
+            McpError::InsufficientScope { scopes } => ErrorObject::new(INSUFFICIENT_SCOPE, message).with_data(json!({"requiredScopes": scopes})),
+            McpError::RateLimited { limit, retry_after } => {
+                ErrorObject::new(RATE_LIMITED, message).with_data(json!({"retryAfter": retry_after.as_secs(), "limit": limit_name(*limit)}))
+            }
             McpError::Busy(_) => ErrorObject::new(SERVER_BUSY, message),
             McpError::Internal(_) => ErrorObject::new(INTERNAL_ERROR, message),
             McpError::Ended(error) => error.clone(),
@@ -124,6 +140,29 @@ impl From<RouteError> for McpError {
             },
         }
     }
+}
+
+fn quoted(scopes: &[String]) -> String {
+    scopes.iter().map(|s| format!("`{}`", shortened(s))).collect::<Vec<_>>().join(", ")
+}
+
+fn limit_name(limit: crate::rate_limits::Limit) -> &'static str {
+    match limit {
+        crate::rate_limits::Limit::Tool => "tool",
+        crate::rate_limits::Limit::Principal => "principal",
+        crate::rate_limits::Limit::Plugin => "plugin",
+    }
+}
+
+/// Words a model can act on: which limit, and when to try again.
+fn rate_limited(limit: crate::rate_limits::Limit, retry_after: std::time::Duration) -> String {
+    let whose = match limit {
+        crate::rate_limits::Limit::Tool => "your calls to this tool",
+        crate::rate_limits::Limit::Principal => "your requests",
+        crate::rate_limits::Limit::Plugin => "this plugin (shared by every caller)",
+    };
+    let seconds = retry_after.as_secs();
+    format!("rate limit reached for {whose}; wait {seconds} second{} before trying again", if seconds == 1 { "" } else { "s" })
 }
 
 /// A task id as errors show it.

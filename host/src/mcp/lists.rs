@@ -4,20 +4,47 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::caller_policy::sees;
 use super::error::McpError;
 use super::reply::{Reply, to_json};
 use super::request::ListMethod;
+use super::scope::Scope;
 use super::shape;
 use crate::plugin::ListCacheHints;
+use crate::policy::ItemKind;
 use crate::protocol::{CacheHint, CacheScope};
-use crate::revision::Revision;
 use crate::router::{Named, Router};
 
 /// A list a plugin gave no cache hint for may not be reused: it can change at any time.
 const LIST_DEFAULT_CACHE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Public };
 
-/// One page of `list`, each item shaped for `revision`, with its cache hint.
-pub(super) fn serve(router: &Router, list: ListMethod, cursor: Option<&str>, revision: Revision) -> Result<Reply, McpError> {
+/// One page of `list` as the scope's principal sees it, each item shaped for the scope's
+/// revision, with its cache hint. When tool policy hides anything from anyone, a list differs
+/// by principal: its cache hint is then `private`.
+pub(super) fn serve(scope: &Scope, list: ListMethod, cursor: Option<&str>) -> Result<Reply, McpError> {
+    let (router, revision) = (&*scope.router, scope.revision());
+    let rules = &scope.state.callers.access;
+    if !rules.is_open() {
+        let principal = scope.client.principal();
+        let seen = |kind: ItemKind, name: &str| sees(rules, principal, kind, name);
+        let result = match list {
+            ListMethod::Tools => page(router, &visible(router.tools(), |t| seen(ItemKind::Tool, &t.name)), cursor, "tools", |t| shape::tool(t, revision)),
+            ListMethod::Prompts => {
+                page(router, &visible(router.prompts(), |p| seen(ItemKind::Prompt, &p.name)), cursor, "prompts", |p| shape::prompt(p, revision))
+            }
+            ListMethod::Resources => {
+                page(router, &visible(router.resources(), |r| seen(ItemKind::Resource, &r.uri)), cursor, "resources", |r| shape::resource(r, revision))
+            }
+            ListMethod::ResourceTemplates => {
+                page(router, &visible(router.resource_templates(), |t| seen(ItemKind::Resource, &t.uri_template)), cursor, "resourceTemplates", |t| {
+                    shape::template(t, revision)
+                })
+            }
+        }?;
+        let mut hint = cache(router, list);
+        hint.scope = CacheScope::Private;
+        return Ok(Reply::cached(result, hint));
+    }
     let result = match list {
         ListMethod::Tools => page(router, router.tools(), cursor, "tools", |tool| shape::tool(tool, revision)),
         ListMethod::Prompts => page(router, router.prompts(), cursor, "prompts", |prompt| shape::prompt(prompt, revision)),
@@ -25,6 +52,11 @@ pub(super) fn serve(router: &Router, list: ListMethod, cursor: Option<&str>, rev
         ListMethod::ResourceTemplates => page(router, router.resource_templates(), cursor, "resourceTemplates", |template| shape::template(template, revision)),
     }?;
     Ok(Reply::cached(result, cache(router, list)))
+}
+
+/// The items a principal sees.
+fn visible<T>(items: &[T], seen: impl Fn(&T) -> bool) -> Vec<&T> {
+    items.iter().filter(|item| seen(item)).collect()
 }
 
 fn page<'a, T, S>(router: &Router, items: &'a [T], cursor: Option<&str>, field: &str, shaped: impl Fn(&'a T) -> S) -> Result<Value, McpError>

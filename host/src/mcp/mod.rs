@@ -8,6 +8,9 @@
 //! which the session implements (sessions, batches, admission and the reply queue are the
 //! session's). Below it: the router, the task store, the input model.
 
+mod approvals;
+mod audited;
+mod caller_policy;
 mod calls;
 mod error;
 mod lifecycle;
@@ -24,7 +27,10 @@ mod task_calls;
 
 use serde_json::{Map, Value, json};
 
-pub use error::{MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, RESOURCE_NOT_FOUND, SERVER_BUSY, UNSUPPORTED_PROTOCOL_VERSION};
+pub use caller_policy::{Watcher, sees, view_of};
+pub use error::{
+    INSUFFICIENT_SCOPE, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, RATE_LIMITED, RESOURCE_NOT_FOUND, SERVER_BUSY, UNSUPPORTED_PROTOCOL_VERSION,
+};
 pub use lifecycle::{
     META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_RELATED_TASK, TASKS_EXTENSION, is_modern, meta, negotiate, validate_modern,
 };
@@ -34,7 +40,7 @@ pub use request::{ListMethod, Method, Request};
 pub use rounds::legacy_params;
 pub use scope::AskFailure;
 pub use scope::{Client, Scope};
-pub use state::{Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState, TASK_AFTER};
+pub use state::{CallerPolicy, Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState, TASK_AFTER};
 pub use subscriptions::{Filter, MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID, acknowledgement, closing_result, lines_from};
 pub use task_calls::declares_extension;
 
@@ -70,8 +76,20 @@ impl Era {
 }
 
 /// Serves one request in its scope: what this era or client lacks is refused before its params
-/// are read, then the params are parsed once and the request goes to its handler.
+/// are read, then the params are parsed once and the request goes to its handler. A request
+/// that reaches policy is recorded in the audit trail once it is answered (when one is kept).
 pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
+    let audit = &scope.state.callers.audit;
+    if !audit.is_on() || !audited::recorded(method) {
+        return serve(scope, method, params).await;
+    }
+    let named = audited::Named::of(method, params.as_ref());
+    let result = serve(scope, method, params).await;
+    audit.record(named.record(scope, method, &result)).await;
+    result
+}
+
+async fn serve(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
     let design = match method {
         Method::TasksGet | Method::TasksList | Method::TasksCancel | Method::TasksUpdate | Method::TasksResult => Some(task_calls::design(method, scope)?),
         _ => None,
@@ -80,13 +98,20 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
         Request::Initialize => Ok(Reply::new(lifecycle::initialize_result(&scope.router, scope.revision()))),
         Request::Ping => Ok(Reply::new(json!({}))),
         Request::Discover => Ok(Reply::cached(lifecycle::discover_result(&scope.router), DISCOVER_CACHE)),
-        Request::List { list, cursor } => lists::serve(&scope.router, list, cursor.as_deref(), scope.revision()),
+        Request::List { list, cursor } => lists::serve(scope, list, cursor.as_deref()),
         Request::Call(call) => calls::serve(scope, call).await,
         Request::Complete { target, argument, context } => {
+            caller_policy::admit_completion(scope, &target)?;
+            let plugin = match &target {
+                crate::protocol::CompletionTarget::Prompt(name) => scope.router.prompt_owner(name),
+                crate::protocol::CompletionTarget::ResourceTemplate(uri) => scope.router.template_owner(uri),
+            };
+            caller_policy::charge_plugin(scope, plugin)?;
             let completion = scope.router.complete(&target, (&argument.0, &argument.1), context, &scope.cx).await?;
             Ok(Reply::new(json!({"completion": reply::to_json(&completion)?})))
         }
         Request::Subscribe { uri } => {
+            caller_policy::admit_resource(scope, &uri)?;
             scope.client.follow(&uri, &scope.router)?;
             Ok(Reply::new(json!({})))
         }

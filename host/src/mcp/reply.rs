@@ -18,17 +18,19 @@ pub struct Reply {
     pub(crate) result: Value,
     /// The cache hint a 2026-07-28 result carries (`ttlMs`, `cacheScope`).
     pub(crate) cache: Option<CacheHint>,
+    /// The call did not run because its approval was refused (what the audit trail records).
+    pub(crate) approval_refused: bool,
 }
 
 impl Reply {
     /// A result that carries no cache hint.
     pub fn new(result: Value) -> Reply {
-        Reply { result, cache: None }
+        Reply { result, cache: None, approval_refused: false }
     }
 
     /// A result that may be reused as `cache` says.
     pub fn cached(result: Value, cache: CacheHint) -> Reply {
-        Reply { result, cache: Some(cache) }
+        Reply { result, cache: Some(cache), approval_refused: false }
     }
 
     /// The response line answering `id`. The result was shaped for its revision when it was
@@ -36,7 +38,7 @@ impl Reply {
     /// revision carries: `resultType` (unless it has its own), server info in `_meta`, and its
     /// cache hint.
     pub fn into_line(self, id: &Id, era: Era) -> String {
-        let Reply { mut result, cache } = self;
+        let Reply { mut result, cache, .. } = self;
         if let (Era::Modern { .. }, Value::Object(object)) = (era, &mut result) {
             object.entry("resultType").or_insert_with(|| json!("complete"));
             let meta = object.entry("_meta").or_insert_with(|| json!({}));

@@ -49,7 +49,7 @@ impl Target {
     }
 
     /// The arguments as a sealed round binds them.
-    fn arguments(&self) -> Value {
+    pub(super) fn arguments(&self) -> Value {
         match self {
             // Bound as the plugin reads them: parsed from the very text it is given (which
             // serde_json wrote, so it parses; were it ever not to, the text itself is bound).

@@ -12,7 +12,7 @@ use super::Era;
 use super::error::McpError;
 use super::lifecycle::{self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO};
 use super::state::{Change, ServerState};
-use crate::identity::Principal;
+use crate::identity::{Principal, Transport};
 use crate::input::{ClientInfo, InputRequest, InputResponse, RequestContext};
 use crate::jsonrpc::{ErrorObject, notification_line, shortened};
 use crate::plugin::{CallContext, LogLevel};
@@ -27,6 +27,8 @@ pub trait Client: Send + Sync {
     fn session(&self) -> u64;
     /// Who the channel's requests are served for.
     fn principal(&self) -> &Principal;
+    /// The transport the channel is.
+    fn transport(&self) -> Transport;
     /// Whose quota the tasks created here count against.
     fn quota(&self) -> QuotaKey;
     /// What a legacy client declared at `initialize`: its capabilities and its info.
@@ -95,7 +97,13 @@ impl Scope {
     pub(super) fn task_changed(&self, task: &Task) {
         match task.design {
             TaskDesign::Experimental => self.client.notify(notification_line("notifications/tasks/status", task.to_wire(false))),
-            TaskDesign::Extension => self.state.announce(Change::Task { id: Arc::from(task.id.as_str()), detail: Arc::new(task.to_wire(true)) }),
+            TaskDesign::Extension => {
+                let owner = match &task.owner {
+                    crate::tasks::TaskOwner::Caller(id) => Arc::from(id.as_str()),
+                    crate::tasks::TaskOwner::Session(_) => Arc::from(""),
+                };
+                self.state.announce(Change::Task { id: Arc::from(task.id.as_str()), owner, detail: Arc::new(task.to_wire(true)) })
+            }
         }
     }
 }

@@ -40,8 +40,9 @@ pub enum Change {
     List(ListKind),
     /// A resource's contents changed (announced by the plugin serving it).
     Resource(Arc<str>),
-    /// A 2026-07-28 task changed; `detail` is the task as `tasks/get` shows it.
-    Task { id: Arc<str>, detail: Arc<serde_json::Value> },
+    /// A 2026-07-28 task changed; `detail` is the task as `tasks/get` shows it; `owner` the id of
+    /// the principal it belongs to (only that principal hears of it).
+    Task { id: Arc<str>, owner: Arc<str>, detail: Arc<serde_json::Value> },
 }
 
 /// Reloads of one plugin: the kinds announced since the last reload started, and whether a
@@ -78,6 +79,21 @@ impl Default for ServerLimits {
     }
 }
 
+/// What the server holds about its callers: who may use what, how often, and the audit trail.
+#[derive(Debug)]
+pub struct CallerPolicy {
+    pub access: crate::policy::AccessRules,
+    pub rates: crate::rate_limits::RateLimits,
+    pub audit: crate::audit::Audit,
+}
+
+impl Default for CallerPolicy {
+    /// Everything allowed to everyone, no limits, no audit trail.
+    fn default() -> CallerPolicy {
+        CallerPolicy { access: crate::policy::AccessRules::open(), rates: crate::rate_limits::RateLimits::none(), audit: crate::audit::Audit::off() }
+    }
+}
+
 /// Shared by every session of the process.
 #[derive(Debug)]
 pub struct ServerState {
@@ -91,6 +107,9 @@ pub struct ServerState {
     pub(crate) limits: ServerLimits,
     /// The process's memory budget for what clients make the host hold.
     pub(crate) budget: Arc<crate::budget::Budget>,
+    pub(crate) callers: CallerPolicy,
+    /// 2026-07-28 approvals already answered.
+    pub(crate) approvals: super::approvals::Spent,
 }
 
 impl ServerState {
@@ -106,15 +125,25 @@ impl ServerState {
 
     /// With its own time limits.
     pub fn with_limits(router: Arc<Router>, state_key: StateKey, limits: ServerLimits) -> Arc<ServerState> {
-        ServerState::build(router, state_key, limits, crate::budget::Budget::unlimited())
+        ServerState::build(router, state_key, limits, crate::budget::Budget::unlimited(), CallerPolicy::default())
     }
 
     /// A server whose sessions charge what they hold for clients to `budget`.
     pub fn with_budget(router: Arc<Router>, state_key: StateKey, budget: Arc<crate::budget::Budget>) -> Arc<ServerState> {
-        ServerState::build(router, state_key, ServerLimits::default(), budget)
+        ServerState::build(router, state_key, ServerLimits::default(), budget, CallerPolicy::default())
     }
 
-    fn build(router: Arc<Router>, state_key: StateKey, limits: ServerLimits, budget: Arc<crate::budget::Budget>) -> Arc<ServerState> {
+    /// A server whose sessions charge `budget` and whose requests are served under `callers`.
+    pub fn with_callers(router: Arc<Router>, state_key: StateKey, budget: Arc<crate::budget::Budget>, callers: CallerPolicy) -> Arc<ServerState> {
+        ServerState::build(router, state_key, ServerLimits::default(), budget, callers)
+    }
+
+    /// The policy requests are served under.
+    pub fn callers(&self) -> &CallerPolicy {
+        &self.callers
+    }
+
+    fn build(router: Arc<Router>, state_key: StateKey, limits: ServerLimits, budget: Arc<crate::budget::Budget>, callers: CallerPolicy) -> Arc<ServerState> {
         Arc::new(ServerState {
             router: RwLock::new(router),
             swapping: Mutex::new(()),
@@ -124,6 +153,8 @@ impl ServerState {
             state_key,
             limits,
             budget,
+            callers,
+            approvals: super::approvals::Spent::default(),
         })
     }
 

@@ -102,6 +102,11 @@ impl Filter {
     }
 
     /// Stops following `uri` (a legacy `resources/unsubscribe`; unknown URIs are fine).
+    /// Keeps only the resources `keep` admits (what tool policy lets the listener see).
+    pub fn retain_resources(&mut self, keep: impl Fn(&str) -> bool) {
+        self.resources.retain(|uri| keep(uri));
+    }
+
     pub fn unsubscribe(&mut self, uri: &str) {
         self.resources.remove(uri);
     }
@@ -127,7 +132,7 @@ impl Filter {
     /// request's id (none on a legacy session).
     pub fn line_for(&self, change: &Change, tag: Option<&Id>) -> Option<String> {
         let mut params = match change {
-            Change::Task { id, detail } if self.tasks.contains(id.as_ref()) => match detail.as_ref() {
+            Change::Task { id, detail, .. } if self.tasks.contains(id.as_ref()) => match detail.as_ref() {
                 Value::Object(task) => task.clone(),
                 _ => return None,
             },

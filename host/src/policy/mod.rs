@@ -1,22 +1,30 @@
-//! Operator grants as plain data, decided by pure functions; no IO, no tokio, no wasmtime.
+//! Operator grants and caller policy as plain data, decided by pure functions; no IO, no tokio,
+//! no wasmtime.
+//!
+//! Caller policy (`access`, `rates`): which tools, resources and prompts each principal may see
+//! and use, what using them takes (scopes, a person's approval), and how often.
 //!
 //! A `Grant` is what one plugin may use: preopened directories, environment variables,
 //! outgoing HTTP targets and resource limits. `Grant::default()` grants nothing: a plugin with
 //! the default grant can compute, log and call the host, and nothing else. The config module
 //! builds grants from operator files; the runtime installs them into WASI and wasmtime.
 
+mod access;
 mod address;
 mod files;
 mod network;
+mod rates;
 mod refusal;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use access::{AccessDecision, AccessRules, Approval, Effect, ItemKind, Pattern, Rule, Who};
 pub use address::{SpecialUse, canonical as canonical_ip, special_use};
 pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
 pub use network::{EgressRules, PatternProblem, Target, parse_exact_target};
+pub use rates::{Rate, RateRules};
 pub use refusal::RefusalKind;
 
 /// Everything one plugin is allowed to use.

@@ -26,6 +26,10 @@ impl mcp::Client for Session {
         &self.principal
     }
 
+    fn transport(&self) -> crate::identity::Transport {
+        self.transport
+    }
+
     fn quota(&self) -> QuotaKey {
         // A request without a session counts against its principal when it authenticated one,
         // else against what the transport knows of the client; a legacy session or stdio is

@@ -9,13 +9,15 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{MAX_LISTENS, Running, Session};
-use crate::mcp::{self, Filter, McpError, Reply};
+use crate::mcp::{self, Filter, McpError, Reply, Watcher};
+use crate::policy::ItemKind;
 
 impl Session {
     /// A legacy session hears every list change and the updates of what it subscribed to, from
     /// `initialize` until its input ends. The feed holds the session weakly.
     pub(super) fn follow_changes(self: &Arc<Self>) {
         let mut changes = self.server.changes();
+        let mut watcher = Watcher::new(&self.server, self.principal.clone());
         let session = Arc::downgrade(self);
         let ended = self.input_ended.clone();
         tokio::spawn(async move {
@@ -25,6 +27,11 @@ impl Session {
                     () = ended.cancelled() => return,
                 };
                 let Some(session) = session.upgrade() else { return };
+                if let Ok(change) = &received
+                    && !watcher.admits(&session.server, change)
+                {
+                    continue;
+                }
                 let filter = session.legacy.lock().unwrap_or_else(|e| e.into_inner()).followed.clone();
                 let Some(lines) = mcp::lines_from(received, &filter, None) else { return };
                 for line in lines {
@@ -42,7 +49,11 @@ impl Session {
         let opened = match Arc::clone(&self.listens).try_acquire_owned() {
             Ok(listening) => {
                 let tasks_declared = mcp::declares_extension(scope.context());
-                Filter::listen(params.as_ref(), &scope.router, tasks_declared).map(|filter| (filter, listening))
+                Filter::listen(params.as_ref(), &scope.router, tasks_declared).map(|mut filter| {
+                    let rules = &self.server.callers().access;
+                    filter.retain_resources(|uri| mcp::sees(rules, &self.principal, ItemKind::Resource, uri));
+                    (filter, listening)
+                })
             }
             Err(_) => Err(McpError::Busy(format!("at most {MAX_LISTENS} listen requests per connection are open at once"))),
         };
@@ -57,6 +68,7 @@ impl Session {
         };
         // Following starts before the acknowledgement, so nothing after it is missed.
         let mut changes = self.server.changes();
+        let mut watcher = Watcher::new(&self.server, self.principal.clone());
         let stream = self.related_out();
         let _ = stream.send(mcp::acknowledgement(&filter, &id)).await;
         loop {
@@ -65,6 +77,11 @@ impl Session {
                 () = scope.cx.cancelled() => return,
                 () = self.input_ended.cancelled() => break,
             };
+            if let Ok(change) = &received
+                && !watcher.admits(&self.server, change)
+            {
+                continue;
+            }
             let Some(lines) = mcp::lines_from(received, &filter, Some(&id)) else { break };
             for line in lines {
                 stream.notify(line);

@@ -49,7 +49,7 @@ pub use outbound::{Outbound, OutboundLimits, OutboundReceiver, Outgoing, Outgoin
 
 use batch::{Batch, Dest};
 
-use crate::identity::Principal;
+use crate::identity::{Principal, Transport};
 use crate::input::ClientInfo;
 use crate::jsonrpc::{self, Id, Message};
 use crate::mcp::{self, Era, Filter, McpError, Method, Reply, Scope};
@@ -144,6 +144,7 @@ pub struct Session {
     client: Option<Arc<str>>,
     /// Who every request of this channel is served for, fixed when the channel opened.
     principal: Principal,
+    transport: Transport,
 }
 
 impl std::fmt::Debug for Session {
@@ -154,22 +155,22 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// A session of `server` for `principal`, whose outgoing messages go to `out`.
-    pub fn new(server: Arc<ServerState>, out: Outbound, principal: Principal) -> Arc<Session> {
-        Session::build(server, out, false, None, principal)
+    pub fn new(server: Arc<ServerState>, out: Outbound, principal: Principal, transport: Transport) -> Arc<Session> {
+        Session::build(server, out, false, None, principal, transport)
     }
 
     /// A session that serves only 2026-07-28 requests (one HTTP request without a session):
     /// `initialize` and everything else without that revision's `_meta` is refused.
     pub fn one_request(server: Arc<ServerState>, out: Outbound, principal: Principal) -> Arc<Session> {
-        Session::build(server, out, true, None, principal)
+        Session::build(server, out, true, None, principal, Transport::StreamableHttp)
     }
 
     /// `one_request`, for a request from `client` (its address): its tasks count against it.
     pub fn one_request_from(server: Arc<ServerState>, out: Outbound, client: &str, principal: Principal) -> Arc<Session> {
-        Session::build(server, out, true, Some(Arc::from(client)), principal)
+        Session::build(server, out, true, Some(Arc::from(client)), principal, Transport::StreamableHttp)
     }
 
-    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<Arc<str>>, principal: Principal) -> Arc<Session> {
+    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<Arc<str>>, principal: Principal, transport: Transport) -> Arc<Session> {
         static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
             id: SESSIONS.fetch_add(1, Ordering::Relaxed),
@@ -192,6 +193,7 @@ impl Session {
             stateless,
             client,
             principal,
+            transport,
         })
     }
 

@@ -397,13 +397,13 @@ impl Harness {
         let limits_of_server = super::ServerLimits { input_timeout, state_ttl, ..super::ServerLimits::default() };
         let server = ServerState::with_limits(Arc::new(router), StateKey::random().expect("a key"), limits_of_server);
         let (tx, rx) = outbound(limits);
-        Harness { session: Session::new(server, tx, Principal::local("tester")), rx }
+        Harness { session: Session::new(server, tx, Principal::local("tester"), crate::identity::Transport::Stdio), rx }
     }
 
     /// Another channel of `server`.
     fn on(server: Arc<ServerState>) -> Harness {
         let (tx, rx) = outbound(OutboundLimits::default());
-        Harness { session: Session::new(server, tx, Principal::local("tester")), rx }
+        Harness { session: Session::new(server, tx, Principal::local("tester"), crate::identity::Transport::Stdio), rx }
     }
 
     async fn send(&mut self, frame: &str) {

@@ -204,14 +204,14 @@ mod tests {
     }
 
     fn recorder() -> Recorder {
-        Recorder::new(Arc::from("p"), "1".into(), None, Arc::default())
+        Recorder::new(Arc::from("p"), "1".into(), None, Arc::default(), Arc::default())
     }
 
     #[tokio::test]
     async fn newlines_count_as_records_and_lines_are_escaped() {
         let capture = Arc::new(Mutex::new(Vec::new()));
         let counters = Arc::new(crate::runtime::sandbox::refusal_log::RefusalCounters::default());
-        let recorder = Recorder::new(Arc::from("p"), "1".into(), None, counters.clone());
+        let recorder = Recorder::new(Arc::from("p"), "1".into(), None, counters.clone(), Arc::default());
         let sink = LogSink::new(Arc::from("p"), Stream::Stderr, OutputBudget::new(1 << 20, 3), recorder).capturing(capture.clone());
         let mut writer = Pin::from(sink.async_stream());
         writer.write_all(b"a\x1b[31m\n\n\n\n\n\n\n\n").await.expect("writes never fail");

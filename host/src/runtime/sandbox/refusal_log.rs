@@ -50,13 +50,21 @@ struct CallRecord {
     request: String,
     operation: Option<Arc<str>>,
     counters: Arc<RefusalCounters>,
+    /// The request's own count (what its audit record carries).
+    request_count: Arc<AtomicU64>,
     logged: [AtomicU32; RefusalKind::ALL.len()],
 }
 
 impl Recorder {
-    pub(crate) fn new(plugin: Arc<str>, request: String, operation: Option<Arc<str>>, counters: Arc<RefusalCounters>) -> Recorder {
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        request: String,
+        operation: Option<Arc<str>>,
+        counters: Arc<RefusalCounters>,
+        request_count: Arc<AtomicU64>,
+    ) -> Recorder {
         let logged = std::array::from_fn(|_| AtomicU32::new(0));
-        Recorder { inner: Arc::new(CallRecord { plugin, request, operation, counters, logged }) }
+        Recorder { inner: Arc::new(CallRecord { plugin, request, operation, counters, request_count, logged }) }
     }
 
     /// Records one refusal: always counted; logged (with plugin, operation, request, kind and
@@ -66,6 +74,7 @@ impl Recorder {
     pub(crate) fn refuse(&self, kind: RefusalKind, target: &str) {
         let call = &self.inner;
         call.counters.bump(kind);
+        call.request_count.fetch_add(1, Ordering::Relaxed);
         let seen = call.logged[kind.index()].fetch_add(1, Ordering::Relaxed);
         if seen >= LOGGED_PER_KIND {
             return;
@@ -89,7 +98,8 @@ mod tests {
     #[test]
     fn every_refusal_is_counted_per_kind() {
         let counters = Arc::new(RefusalCounters::default());
-        let recorder = Recorder::new(Arc::from("p"), "1".into(), None, counters.clone());
+        let request_count = Arc::new(AtomicU64::new(0));
+        let recorder = Recorder::new(Arc::from("p"), "1".into(), None, counters.clone(), request_count.clone());
         for _ in 0..5 {
             recorder.refuse(RefusalKind::Log, "log records");
         }
@@ -97,6 +107,7 @@ mod tests {
         assert_eq!(counters.count(RefusalKind::Log), 5);
         assert_eq!(counters.count(RefusalKind::Network), 1);
         assert_eq!(counters.count(RefusalKind::File), 0);
+        assert_eq!(request_count.load(Ordering::Relaxed), 6, "the request's own count, for its audit record");
         assert_eq!(counters.snapshot(), vec![(RefusalKind::Network, 1), (RefusalKind::Log, 5)]);
     }
 }

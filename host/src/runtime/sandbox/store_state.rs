@@ -141,7 +141,7 @@ impl HostState {
     /// that can no longer be re-opened.
     pub(crate) fn new(sandbox: &Sandbox, cx: CallContext, operation: Option<Arc<str>>) -> Result<HostState, PrepareError> {
         let grant = &sandbox.grant;
-        let recorder = Recorder::new(sandbox.plugin.clone(), cx.request_id.clone(), operation, sandbox.refusals.clone());
+        let recorder = Recorder::new(sandbox.plugin.clone(), cx.request_id.clone(), operation, sandbox.refusals.clone(), cx.refusal_counter());
         let preopens = sandbox.dirs.len() as u64;
         let mut descriptors = CallDescriptors::new(sandbox.descriptors.clone());
         if let Err(exhausted) = descriptors.hold(preopens) {
@@ -277,7 +277,7 @@ mod tests {
     use super::*;
 
     fn recorder() -> Recorder {
-        Recorder::new(Arc::from("p"), "1".into(), None, Arc::default())
+        Recorder::new(Arc::from("p"), "1".into(), None, Arc::default(), Arc::default())
     }
 
     #[test]

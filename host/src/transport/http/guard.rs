@@ -511,6 +511,13 @@ fn refused_by_name(shared: &Shared, request: &Request) -> Option<Response> {
     None
 }
 
+/// The `WWW-Authenticate` challenge of a use the token lacks `scopes` for (RFC 6750 §3.1).
+pub(super) fn insufficient_scope_challenge(scopes: &[String]) -> HeaderValue {
+    let scope: String = scopes.iter().filter(|s| s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')).cloned().collect::<Vec<_>>().join(" ");
+    HeaderValue::from_str(&format!(r#"Bearer error="insufficient_scope", scope="{scope}""#))
+        .unwrap_or_else(|_| HeaderValue::from_static(r#"Bearer error="insufficient_scope""#))
+}
+
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes();
     let (scheme, token) = value.split_at_checked(7)?;

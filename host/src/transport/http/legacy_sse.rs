@@ -22,7 +22,7 @@ use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::Flavor;
 use super::streamable::SESSION_QUEUE;
 use super::{Accepts, Shared, parse_body, sse};
-use crate::identity::Principal;
+use crate::identity::{Principal, Transport};
 use crate::session::{OutboundReceiver, Session, outbound_charged};
 
 /// GET /sse: a new session and its stream.
@@ -49,7 +49,7 @@ pub(super) async fn open(
         Err(refused) => return refused,
     };
     let (out, queue) = outbound_charged(SESSION_QUEUE, server.budget());
-    let http = match shared.sessions.create(Session::new(server, out, principal), Flavor::Sse, &shared.shutdown, session_share) {
+    let http = match shared.sessions.create(Session::new(server, out, principal, Transport::Sse), Flavor::Sse, &shared.shutdown, session_share) {
         Ok(http) => http,
         Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
     };

@@ -30,8 +30,9 @@ use super::headers::{self, PROTOCOL_VERSION};
 use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
-use crate::identity::Principal;
+use crate::identity::{Principal, Transport};
 use crate::jsonrpc;
+use crate::mcp::{INSUFFICIENT_SCOPE, RATE_LIMITED};
 use crate::revision::Revision;
 use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, SERVER_BUSY, ServerState, Session, is_modern, outbound_charged};
 
@@ -99,7 +100,7 @@ pub(super) async fn post(
             Err(refused) => return refused,
         };
         let (out, queue) = outbound_charged(SESSION_QUEUE, server.budget());
-        let http = match shared.sessions.create(Session::new(server, out, principal), Flavor::Streamable, &shared.shutdown, share) {
+        let http = match shared.sessions.create(Session::new(server, out, principal, Transport::StreamableHttp), Flavor::Streamable, &shared.shutdown, share) {
             Ok(http) => http,
             Err(full) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &full.to_string()),
         };
@@ -227,7 +228,7 @@ async fn stateless(
         && accepts.json
     {
         guard.disarm();
-        return json_reply(error.map_or(StatusCode::OK, modern_status), first.line);
+        return modern_error_reply(error, first.line);
     }
     if !accepts.sse {
         let reply = reply_only(&mut queue).await;
@@ -316,12 +317,34 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// A 2026-07-28 reply as an HTTP response: an error gets its status, a rate-limited request its
+/// `Retry-After`, a use the token lacks a scope for its `WWW-Authenticate` challenge.
+fn modern_error_reply(error: Option<i64>, line: String) -> Response {
+    let Some(code) = error else { return json_reply(StatusCode::OK, line) };
+    let data = || serde_json::from_str::<Value>(&line).ok().and_then(|v| v.pointer("/error/data").cloned());
+    let mut response = json_reply(modern_status(code), line.clone());
+    match code {
+        RATE_LIMITED => {
+            let seconds = data().and_then(|d| d.get("retryAfter").and_then(Value::as_u64)).unwrap_or(1);
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        INSUFFICIENT_SCOPE => {
+            let scopes: Vec<String> = data().and_then(|d| d.get("requiredScopes").cloned()).and_then(|s| serde_json::from_value(s).ok()).unwrap_or_default();
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, super::guard::insufficient_scope_challenge(&scopes));
+        }
+        _ => {}
+    }
+    response
+}
+
 /// The HTTP status of a 2026-07-28 error reply.
 fn modern_status(code: i64) -> StatusCode {
     match code {
         jsonrpc::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
         jsonrpc::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
         SERVER_BUSY => StatusCode::SERVICE_UNAVAILABLE,
+        RATE_LIMITED => StatusCode::TOO_MANY_REQUESTS,
+        INSUFFICIENT_SCOPE => StatusCode::FORBIDDEN,
         code if (-32768..=-32000).contains(&code) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
@@ -399,6 +422,8 @@ mod tests {
         assert_eq!(modern_status(-32022), StatusCode::BAD_REQUEST);
         assert_eq!(modern_status(jsonrpc::INTERNAL_ERROR), StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(modern_status(SERVER_BUSY), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(modern_status(RATE_LIMITED), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(modern_status(INSUFFICIENT_SCOPE), StatusCode::FORBIDDEN);
         assert_eq!(modern_status(42), StatusCode::OK, "an application error is still an answer");
     }
 

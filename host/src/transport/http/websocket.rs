@@ -31,7 +31,7 @@ use super::guard::refusal;
 use super::streamable::SESSION_QUEUE;
 use super::ws_frames::{MessageWatch, Watched};
 use super::{ConnectionHeld, Shared};
-use crate::identity::Principal;
+use crate::identity::{Principal, Transport};
 use crate::jsonrpc::{self, ErrorObject};
 use crate::session::{ServerState, Session, outbound_charged};
 
@@ -123,7 +123,7 @@ where
 {
     let (mut sink, mut frames) = socket.split();
     let (out, mut queue) = outbound_charged(SESSION_QUEUE, server.budget());
-    let session = Session::new(server, out, principal);
+    let session = Session::new(server, out, principal, Transport::WebSocket);
     shared.track(&session);
     let keep_alive = shared.options.limits.keep_alive;
     let (close_tx, mut close_rx) = tokio::sync::oneshot::channel::<CloseFrame>();

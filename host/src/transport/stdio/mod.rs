@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{self, ErrorObject};
 
-use crate::identity::Principal;
+use crate::identity::{Principal, Transport};
 use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, ServerState, Session, outbound_charged};
 
 mod reactor_fd;
@@ -160,7 +160,7 @@ async fn serve_on_threads(server: Arc<ServerState>, principal: Principal) -> std
         let written = write_frames(&mut out_rx, &mut output);
         let _ = done_tx.send(written);
     })?;
-    drive(Session::new(server, out_tx, principal), lines_rx).await;
+    drive(Session::new(server, out_tx, principal, Transport::Stdio), lines_rx).await;
     // The writer ends once every request has let go of the session. A request still running
     // after the drain, or a client that no longer reads stdout, must not keep the process
     // alive: the wait is bounded and the blocked thread is left behind for the process exit.
@@ -218,7 +218,7 @@ where
 {
     let (out_tx, out_rx) = outbound_charged(OutboundLimits::default(), server.budget());
     let writer = tokio::spawn(write_lines(out_rx, output));
-    let session = Session::new(server, out_tx, principal);
+    let session = Session::new(server, out_tx, principal, Transport::Stdio);
     // Lines are handed to the session as they are read, on this task: no queue, no hop.
     let mut splitter = Splitter::new(MAX_LINE);
     let mut buf = vec![0u8; 64 * 1024];
