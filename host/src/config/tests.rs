@@ -217,3 +217,95 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn caller_policy_is_read_from_the_main_file() {
+    let dir = folder(&[(
+        "paddock.toml",
+        r#"
+[access]
+default = "deny"
+destructive = "ask"
+
+[[access.rule]]
+name = "readers"
+who = ["group:readers", "scope:mcp.read"]
+tools = ["weather_*"]
+resources = ["file:///docs/*"]
+
+[[access.rule]]
+name = "admins"
+who = ["group:admins"]
+tools = ["*"]
+approval = "ask"
+scopes = ["mcp.admin"]
+
+[rates]
+principal = "600/minute"
+tool = { rate = "60/minute", burst = 10 }
+tools = { files_delete = "5/hour" }
+plugins = { weather = "100/second" }
+"#,
+    )]);
+    let config = Config::load(dir.path(), None);
+    assert!(config.problems().is_empty(), "{:?}", config.problems());
+    let access = config.access();
+    assert_eq!(access.default, crate::policy::Effect::Deny);
+    assert_eq!(access.destructive, crate::policy::Approval::Ask);
+    assert_eq!(access.rules.len(), 2);
+    assert_eq!(access.rules[0].name, "readers");
+    assert_eq!(access.rules[0].who, vec![crate::policy::Who::Group("readers".into()), crate::policy::Who::Scope("mcp.read".into())]);
+    assert_eq!(access.rules[1].approval, Some(crate::policy::Approval::Ask));
+    assert_eq!(access.rules[1].scopes, vec!["mcp.admin".to_owned()]);
+    let rates = config.rates();
+    assert_eq!(rates.principal.map(|r| r.count), Some(600));
+    assert_eq!(rates.tool.map(|r| (r.count, r.burst)), Some((60, 10)));
+    assert_eq!(rates.for_tool("files_delete").map(|r| r.period), Some(Duration::from_secs(3600)));
+    assert_eq!(rates.for_plugin("weather").map(|r| r.count), Some(100));
+}
+
+#[test]
+fn every_mistake_in_the_caller_policy_is_reported_and_stops_the_start() {
+    let dir = folder(&[(
+        "paddock.toml",
+        r#"
+[access]
+default = "maybe"
+colour = "blue"
+
+[[access.rule]]
+who = ["role:admin"]
+tools = ["*"]
+
+[[access.rule]]
+tools = ["x"]
+
+[[access.rule]]
+name = "odd"
+who = ["*"]
+effect = "deny"
+approval = "ask"
+
+[rates]
+principal = "0/minute"
+tool = "5/fortnight"
+tools = { x = { rate = "1/s", burst = 0 } }
+"#,
+    )]);
+    let config = Config::load(dir.path(), None);
+    let keys: Vec<&str> = config.problems().iter().map(|p| p.key.as_str()).collect();
+    for expected in [
+        "access.default",
+        "access.colour",
+        "access.rule[0].who",
+        "access.rule[1].who",
+        "access.rule[2]",
+        "rates.principal",
+        "rates.tool",
+        "rates.tools.x.burst",
+    ] {
+        assert!(keys.contains(&expected), "{expected} not reported: {keys:?}");
+    }
+    assert!(config.global_errors().count() >= 8, "a broken policy stops the start");
+    assert!(config.problems().iter().all(|p| !p.fix.is_empty()));
+}

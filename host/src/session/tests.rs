@@ -1113,6 +1113,7 @@ async fn stdio_skips_an_over_long_line_and_goes_on() {
     drop(serve);
 }
 
+mod callers;
 mod changes;
 mod echo;
 mod input_rounds;
