@@ -572,3 +572,21 @@ async fn an_authenticated_principal_has_its_own_task_quota_wherever_it_calls_fro
     let still = alice_elsewhere.ask(&call(2, TASK_CAPS, "c_hold", "{}")).await;
     assert_eq!(still["error"]["code"], SERVER_BUSY, "and alice's quota follows her to another address: {still}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_listen_stream_hears_only_its_own_principals_tasks() {
+    let server = ServerState::new(Arc::new(Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0), StateKey::random().expect("a key"));
+    let mut alice = served_for(&server, Principal::token("alice", Vec::new()));
+    let mut bob = served_for(&server, Principal::token("bob", Vec::new()));
+    let created = alice.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":600}"#)).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].clone();
+    // Bob listens for alice's task by its id; alice listens too.
+    bob.send(&request(2, "subscriptions/listen", TASK_CAPS, &format!(r#""notifications":{{"taskIds":[{task}]}}"#))).await;
+    assert_eq!(bob.recv().await["method"], "notifications/subscriptions/acknowledged");
+    alice.send(&request(3, "subscriptions/listen", TASK_CAPS, &format!(r#""notifications":{{"taskIds":[{task}]}}"#))).await;
+    assert_eq!(alice.recv().await["method"], "notifications/subscriptions/acknowledged");
+    let done = alice.recv().await;
+    assert_eq!(done["params"]["status"], "completed", "the owner hears it: {done}");
+    assert!(tokio::time::timeout(Duration::from_millis(200), bob.rx.recv()).await.is_err(), "bob hears nothing of alice's task");
+}
