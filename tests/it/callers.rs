@@ -213,3 +213,59 @@ async fn the_python_client_answers_approvals_and_meets_hidden_tools_in_both_eras
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_missing_scope_is_403_with_the_challenge_naming_it() -> Result<()> {
+    let scoped = r#"
+[[access.rule]]
+name = "text needs a scope"
+who = ["*"]
+tools = ["test_simple_text"]
+scopes = ["text.read"]
+"#;
+    let tokens = format!(
+        "[[token]]\nname = \"alice\"\nsha256 = \"{}\"\nscopes = [\"text.read\"]\n\n[[token]]\nname = \"bob\"\nsha256 = \"{}\"\n",
+        digest(ALICE),
+        digest(BOB)
+    );
+    let plugins = served_with(scoped).write("tokens.toml.txt", tokens);
+    let host = start(&plugins, &[]).await?;
+    assert_eq!(call(&host, ALICE, "test_simple_text").await?.status(), 200, "alice's token grants the scope");
+    let refused = call(&host, BOB, "test_simple_text").await?;
+    assert_eq!(refused.status(), 403);
+    assert_eq!(refused.headers()["www-authenticate"].to_str()?, r#"Bearer error="insufficient_scope", scope="text.read""#);
+    let body: Value = refused.json().await?;
+    assert_eq!(body["error"]["code"], -32003, "{body}");
+    assert_eq!(body["error"]["data"]["requiredScopes"], json!(["text.read"]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_audit_record_counts_what_the_plugin_was_refused_on_stdio() -> Result<()> {
+    let plugins = PluginDir::new()
+        .add("fixture", &fixture_wasm("fixture"))
+        .write("paddock.toml", "[plugins.fixture]\nfiles = [{ host = \"./data\", guest = \"/data\", mode = \"ro\" }]\n");
+    std::fs::create_dir(plugins.path().join("data"))?;
+    let audit = plugins.path().join("audit.jsonl");
+    let mut host = paddock_tests::StdioHost::start(plugins.path(), &["--audit", audit.to_str().unwrap_or_default(), "--principal", "ada"])?;
+    host.initialize("2025-11-25").await?;
+    let written = host.call_tool("fixture_write", json!({"path": "/data/x", "content": "no"})).await?;
+    assert!(written.to_string().contains("error") || written["result"]["isError"] == true, "a read-only grant refuses the write: {written}");
+    host.call_tool("fixture_echo", json!({"text": "fine"})).await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let records: Vec<Value> = loop {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        let records: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        if records.len() >= 2 {
+            break records;
+        }
+        assert!(Instant::now() < deadline, "audit records: {text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(records[0]["principal"], "local ada");
+    assert_eq!(records[0]["transport"], "stdio");
+    assert!(records[0]["refusals"].as_u64().is_some_and(|n| n >= 1), "{:?}", records[0]);
+    assert!(records[1].get("refusals").is_none(), "a call refused nothing carries no count: {:?}", records[1]);
+    host.close().await?;
+    Ok(())
+}
