@@ -7,6 +7,7 @@
 // Rows print what they measured (stalls, RSS, how long the bystander took).
 #![allow(clippy::print_stderr)]
 
+mod callers;
 mod harness;
 mod held;
 mod rows;
