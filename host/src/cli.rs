@@ -357,7 +357,10 @@ async fn serve(
     let server = load_server(plugins_dir, state_key_file, common, "stdio", budget, crate::runtime::RuntimeOptions::default().host_descriptors, audit).await?;
     let name = principal.map(str::to_owned).or_else(|| std::env::var("USER").ok().filter(|user| !user.is_empty())).unwrap_or_else(|| "local".to_owned());
     let principal = crate::identity::Principal::local(&name);
-    crate::transport::stdio::serve_process(server, principal).await.context("stdio transport failed")?;
+    let audit = server.callers().audit.clone();
+    let served = crate::transport::stdio::serve_process(server, principal).await.context("stdio transport failed");
+    audit.drain(AUDIT_DRAIN).await;
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -440,10 +443,16 @@ async fn serve_http(
             return Err(err);
         }
     };
+    let audit = server.callers().audit.clone();
     readiness.serve(server);
-    serving.await.context("the HTTP listener failed")?;
+    let served = serving.await.context("the HTTP listener failed");
+    audit.drain(AUDIT_DRAIN).await;
+    served?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// How long a stopping server waits for its audit records to be written.
+const AUDIT_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Cancels `stop` on SIGTERM or SIGINT.
 async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {

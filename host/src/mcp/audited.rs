@@ -10,7 +10,7 @@ use super::error::McpError;
 use super::reply::Reply;
 use super::request::Method;
 use super::scope::Scope;
-use crate::audit::{Outcome, Record};
+use crate::audit::{Digest, Outcome, Record};
 use crate::policy::ItemKind;
 
 /// Whether requests of `method` are recorded.
@@ -34,7 +34,7 @@ pub(super) fn recorded(method: &Method) -> bool {
 pub(super) struct Named {
     started: Instant,
     name: Option<String>,
-    arguments: Option<String>,
+    arguments: Option<Digest>,
 }
 
 impl Named {
@@ -50,10 +50,10 @@ impl Named {
         };
         let arguments = match method {
             Method::CallTool | Method::GetPrompt => {
-                let arguments = params.and_then(|p| p.get("arguments")).cloned().unwrap_or(Value::Object(Map::new()));
-                Some(Record::digest(arguments.to_string().as_bytes()))
+                let empty = Value::Object(Map::new());
+                Some(Digest::of_json(params.and_then(|p| p.get("arguments")).unwrap_or(&empty)))
             }
-            Method::Complete => params.and_then(|p| p.get("argument")).map(|a| Record::digest(a.to_string().as_bytes())),
+            Method::Complete => params.and_then(|p| p.get("argument")).map(Digest::of_json),
             _ => None,
         };
         Named { started: Instant::now(), name: name.map(|n| n.chars().take(256).collect()), arguments }
