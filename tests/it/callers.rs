@@ -269,3 +269,18 @@ async fn an_audit_record_counts_what_the_plugin_was_refused_on_stdio() -> Result
     host.close().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_stopping_server_writes_every_audit_record_before_it_exits() -> Result<()> {
+    let plugins = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let audit = plugins.path().join("audit.jsonl");
+    let mut host = paddock_tests::StdioHost::start(plugins.path(), &["--audit", audit.to_str().unwrap_or_default()])?;
+    host.initialize("2025-11-25").await?;
+    for n in 0..50 {
+        host.call_tool("fixture_echo", json!({"text": format!("call {n}")})).await?;
+    }
+    assert_eq!(host.close().await?, 0);
+    let text = std::fs::read_to_string(&audit)?;
+    assert_eq!(text.lines().count(), 50, "every record is in the file when the process has exited");
+    Ok(())
+}
