@@ -172,9 +172,13 @@ pub(super) fn settle_stateless(scope: &Scope, target: &Target, plugin: &str, res
     let Some(token) = state.as_str() else {
         return Err(McpError::InvalidParams("`requestState` must be a string".to_owned()));
     };
-    let Ok(round) = key.open(&binding, token) else {
+    let round = match key.open(&binding, token) {
+        Ok(round) => round,
+        Err(crate::input::seal::SealError::Expired) => {
+            return Err(McpError::InvalidParams("the approval form expired before it was answered; call the tool again to ask anew".to_owned()));
+        }
         // Not an approval of this exact call: a plugin's round, which `rounds` opens (or refuses).
-        return Ok(Approved::Run);
+        Err(crate::input::seal::SealError::Invalid) => return Ok(Approved::Run),
     };
     let nonce: [u8; 16] = round.plugin_state.as_deref().and_then(|n| n.try_into().ok()).ok_or_else(McpError::internal)?;
     let Some(answer) = responses.and_then(|r| r.get(APPROVAL_KEY)) else {

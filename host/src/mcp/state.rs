@@ -138,6 +138,17 @@ impl ServerState {
         ServerState::build(router, state_key, ServerLimits::default(), budget, callers)
     }
 
+    /// With its own time limits, charging `budget`, serving requests under `callers`.
+    pub fn configured(
+        router: Arc<Router>,
+        state_key: StateKey,
+        limits: ServerLimits,
+        budget: Arc<crate::budget::Budget>,
+        callers: CallerPolicy,
+    ) -> Arc<ServerState> {
+        ServerState::build(router, state_key, limits, budget, callers)
+    }
+
     /// The policy requests are served under.
     pub fn callers(&self) -> &CallerPolicy {
         &self.callers

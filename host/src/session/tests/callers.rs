@@ -419,3 +419,30 @@ async fn a_change_to_what_a_principal_may_not_see_is_not_announced_to_it() {
     let frame = bob_session.recv().await;
     assert_eq!(frame["method"], "notifications/tools/list_changed", "{frame}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_form_answered_after_it_expired_runs_nothing() {
+    let router = Router::new(vec![RouterEntry::new(FakePlugin::new(), Prefix::Default)]).0;
+    let limits = super::super::ServerLimits { state_ttl: Duration::ZERO, ..super::super::ServerLimits::default() };
+    let server = ServerState::configured(
+        Arc::new(router),
+        StateKey::random().expect("a key"),
+        limits,
+        crate::budget::Budget::unlimited(),
+        ask_policy("fake_echo", Approval::Ask),
+    );
+    let mut h = stateless_for(&server, bob());
+    let call = |id: u32, extra: Value| {
+        let mut params = json!({"name": "fake_echo", "arguments": {"text": "hi"}});
+        if let (Value::Object(params), Value::Object(extra)) = (&mut params, extra) {
+            params.extend(extra);
+        }
+        modern_request(id, "tools/call", params)
+    };
+    let asked = h.ask(&call(1, json!({}))).await["result"].clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let yes = json!({"paddock.approval": {"action": "accept", "content": {"approve": true}}});
+    let late = h.ask(&call(2, json!({"inputResponses": yes, "requestState": asked["requestState"]}))).await;
+    assert_eq!(late["error"]["code"], -32602, "{late}");
+    assert!(late["error"]["message"].as_str().unwrap().contains("expired"), "{late}");
+}
