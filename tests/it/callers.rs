@@ -51,6 +51,21 @@ async fn call(host: &HttpHost, token: &str, name: &str) -> Result<reqwest::Respo
         .await?)
 }
 
+/// The first `count` records of the audit file, once it has them (the writer gathers records
+/// for a moment before it writes them).
+async fn audit_records(path: &std::path::Path, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let records: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        if records.len() >= count {
+            return records;
+        }
+        assert!(Instant::now() < deadline, "audit records: {text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 const HIDE_FROM_BOB: &str = r#"
 [[access.rule]]
 name = "no error tools for bob"
@@ -128,16 +143,7 @@ async fn the_audit_file_records_who_called_what_over_http() -> Result<()> {
     let host = start(&plugins, &["--audit", audit.to_str().unwrap_or_default()]).await?;
     assert_eq!(call(&host, ALICE, "test_simple_text").await?.status(), 200);
     let _ = call(&host, BOB, "test_error_handling").await?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let records: Vec<Value> = loop {
-        let text = std::fs::read_to_string(&audit).unwrap_or_default();
-        let records: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        if records.len() >= 2 {
-            break records;
-        }
-        assert!(Instant::now() < deadline, "audit records: {text}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let records = audit_records(&audit, 2).await;
     assert_eq!(records[0]["principal"], "token alice");
     assert_eq!(records[0]["transport"], "streamable-http");
     assert_eq!(records[0]["revision"], "2026-07-28");
@@ -252,16 +258,7 @@ async fn an_audit_record_counts_what_the_plugin_was_refused_on_stdio() -> Result
     let written = host.call_tool("fixture_write", json!({"path": "/data/x", "content": "no"})).await?;
     assert!(written.to_string().contains("error") || written["result"]["isError"] == true, "a read-only grant refuses the write: {written}");
     host.call_tool("fixture_echo", json!({"text": "fine"})).await?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let records: Vec<Value> = loop {
-        let text = std::fs::read_to_string(&audit).unwrap_or_default();
-        let records: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        if records.len() >= 2 {
-            break records;
-        }
-        assert!(Instant::now() < deadline, "audit records: {text}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let records = audit_records(&audit, 2).await;
     assert_eq!(records[0]["principal"], "local ada");
     assert_eq!(records[0]["transport"], "stdio");
     assert!(records[0]["refusals"].as_u64().is_some_and(|n| n >= 1), "{:?}", records[0]);
