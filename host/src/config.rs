@@ -16,10 +16,13 @@
 //! - `limits = { memory = "64MiB", timeout = "10s", concurrency = 8, output = "1MiB" }`;
 //! - `expose = { prefix = "name" }` (`""` for no prefix; default: the plugin id).
 //!
+//! `[auth]` makes the HTTP listener an OAuth 2.1 resource server (see `auth`).
+//!
 //! Validation never stops at the first mistake: every problem is collected as a `ConfigError`
 //! with its file, key and a fix. This module reads files and checks that granted host
 //! directories exist; it does not know wasmtime.
 
+pub mod auth;
 mod context;
 mod secrets;
 mod values;
@@ -69,6 +72,8 @@ pub struct Config {
     grants: BTreeMap<String, Grant>,
     problems: Vec<ConfigError>,
     files: Vec<PathBuf>,
+    /// `[auth]` of the main file, as written (checked: its problems are among `problems`).
+    auth: auth::AuthDraft,
 }
 
 impl Config {
@@ -129,6 +134,12 @@ impl Config {
         self.grants.values().map(|g| g.limits.memory).fold(crate::policy::Limits::DEFAULT_MEMORY, u64::max)
     }
 
+    /// `[auth]` as written (empty when absent). On its own it is complete or reported among
+    /// `problems`; `serve` flags may still override its keys.
+    pub fn auth(&self) -> &auth::AuthDraft {
+        &self.auth
+    }
+
     /// Whether any problem is an error.
     pub fn has_errors(&self) -> bool {
         self.problems.iter().any(|p| p.severity == Severity::Error)
@@ -146,14 +157,26 @@ struct Loader {
     problems: Vec<ConfigError>,
     /// Every file read.
     files: Vec<PathBuf>,
+    /// `[auth]`, and the file it came from.
+    auth: Option<(PathBuf, toml::Value)>,
 }
 
 impl Loader {
     fn read_main(&mut self, file: &Path, plugins_dir: &Path) {
         let Some(table) = self.read_table(file, None) else { return };
         for (key, value) in table {
+            if key == "auth" {
+                self.auth = Some((file.to_path_buf(), value));
+                continue;
+            }
             if key != "plugins" {
-                self.problems.push(error(file, &key, None, "unknown top-level key", "put plugin settings under `[plugins.<id>]`"));
+                self.problems.push(error(
+                    file,
+                    &key,
+                    None,
+                    "unknown top-level key",
+                    "put plugin settings under `[plugins.<id>]` and OAuth settings under `[auth]`",
+                ));
                 continue;
             }
             let toml::Value::Table(plugins) = value else {
@@ -234,7 +257,21 @@ impl Loader {
             }
             grants.insert(id, grant);
         }
-        Config { grants, problems: self.problems, files: self.files }
+        let mut draft = auth::AuthDraft::default();
+        if let Some((file, value)) = self.auth.take() {
+            let mut found = Vec::new();
+            draft = auth::parse(&file, value, &mut found);
+            if found.is_empty()
+                && let Err(problems) = draft.clone().build()
+            {
+                found = problems;
+            }
+            for problem in found {
+                let key = if problem.key == "auth" { "auth".to_owned() } else { format!("auth.{}", problem.key) };
+                self.problems.push(error(&file, &key, None, &problem.message, &problem.fix));
+            }
+        }
+        Config { grants, problems: self.problems, files: self.files, auth: draft }
     }
 }
 
