@@ -134,6 +134,8 @@ pub struct Jwks {
     /// Loads attempted (for logs and tests).
     attempts: AtomicU64,
     tls: tokio_rustls::TlsConnector,
+    /// How long connecting may take, and a whole fetch.
+    timeouts: (Duration, Duration),
 }
 
 impl Jwks {
@@ -150,7 +152,15 @@ impl Jwks {
             loading: tokio::sync::Mutex::new(None),
             attempts: AtomicU64::new(0),
             tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            timeouts: (CONNECT_TIMEOUT, FETCH_TIMEOUT),
         }
+    }
+
+    /// The same source with other timeouts (connecting, and a whole fetch).
+    #[must_use]
+    pub fn with_timeouts(mut self, connect: Duration, total: Duration) -> Jwks {
+        self.timeouts = (connect, total);
+        self
     }
 
     /// The last good key set, if one has been loaded.
@@ -215,7 +225,8 @@ impl Jwks {
         let bytes = match &self.source {
             KeysFrom::File(path) => read_file(path.clone()).await?,
             KeysFrom::Url(url) => {
-                tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url)).await.map_err(|_| JwksError::Fetch(format!("no answer within {FETCH_TIMEOUT:?}")))??
+                let total = self.timeouts.1;
+                tokio::time::timeout(total, self.fetch(url)).await.map_err(|_| JwksError::Fetch(format!("no answer within {total:?}")))??
             }
         };
         KeySet::parse(&bytes)
@@ -224,7 +235,7 @@ impl Jwks {
     async fn fetch(&self, url: &str) -> Result<Vec<u8>, JwksError> {
         let fail = |what: &str, e: &dyn std::fmt::Display| JwksError::Fetch(format!("{what}: {e}"));
         let target = JwksUrl::parse(url).map_err(|why| JwksError::Fetch(why.to_owned()))?;
-        let addrs: Vec<std::net::SocketAddr> = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((target.host.as_str(), target.port)))
+        let addrs: Vec<std::net::SocketAddr> = tokio::time::timeout(self.timeouts.0, tokio::net::lookup_host((target.host.as_str(), target.port)))
             .await
             .map_err(|_| JwksError::Fetch("name lookup timed out".into()))?
             .map_err(|e| fail("name lookup", &e))?
@@ -242,7 +253,7 @@ impl Jwks {
             }
             Err(last.map_or_else(|| JwksError::Fetch("the name has no address".into()), |e| fail("connect", &e)))
         };
-        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect).await.map_err(|_| JwksError::Fetch("connect timed out".into()))??;
+        let tcp = tokio::time::timeout(self.timeouts.0, connect).await.map_err(|_| JwksError::Fetch("connect timed out".into()))??;
         let request = http::Request::get(target.path.as_str())
             .header(http::header::HOST, target.authority.as_str())
             .header(http::header::ACCEPT, "application/json")
@@ -251,7 +262,7 @@ impl Jwks {
             .map_err(|e| fail("request", &e))?;
         let response = if target.https {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|e| fail("server name", &e))?;
-            let tls = tokio::time::timeout(CONNECT_TIMEOUT, self.tls.connect(name, tcp))
+            let tls = tokio::time::timeout(self.timeouts.0, self.tls.connect(name, tcp))
                 .await
                 .map_err(|_| JwksError::Fetch("TLS handshake timed out".into()))?
                 .map_err(|e| fail("TLS", &e))?;
@@ -367,6 +378,59 @@ mod tests {
         for bad in ["http://auth.example.com/jwks", "ftp://x/y", "https://user@auth.example.com/", "/jwks", "http://10.0.0.1/jwks"] {
             assert!(JwksUrl::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A loopback server that answers every connection with `response` (or holds it unanswered
+    /// when `None`); its address.
+    async fn server(response: Option<Vec<u8>>) -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let response = response.clone();
+                tokio::spawn(async move {
+                    let mut head = [0u8; 4096];
+                    let _ = socket.read(&mut head).await;
+                    match response {
+                        Some(bytes) => {
+                            let _ = socket.write_all(&bytes).await;
+                        }
+                        None => std::future::pending::<()>().await,
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn ok(body: &[u8]) -> Vec<u8> {
+        let mut response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len()).into_bytes();
+        response.extend_from_slice(body);
+        response
+    }
+
+    #[tokio::test]
+    async fn a_url_is_fetched_within_its_timeout_and_size_bound() {
+        let good = serde_json::json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": ED_X, "kid": "ed"}]}).to_string();
+        let addr = server(Some(ok(good.as_bytes()))).await;
+        let jwks = Jwks::new(KeysFrom::Url(format!("http://{addr}/jwks")), Duration::ZERO);
+        assert!(jwks.refresh(|_| false).await.is_some_and(|set| set.knows("ed")), "the permitted twin");
+
+        let padded = serde_json::json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": ED_X, "kid": "ed"}], "pad": "x".repeat(MAX_JWKS_BYTES)}).to_string();
+        let addr = server(Some(ok(padded.as_bytes()))).await;
+        let jwks = Jwks::new(KeysFrom::Url(format!("http://{addr}/jwks")), Duration::ZERO);
+        assert!(jwks.refresh(|_| false).await.is_none(), "a body over the bound is refused");
+
+        let addr = server(None).await;
+        let jwks =
+            Jwks::new(KeysFrom::Url(format!("http://{addr}/jwks")), Duration::ZERO).with_timeouts(Duration::from_millis(200), Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        assert!(tokio::time::timeout(Duration::from_secs(10), jwks.refresh(|_| false)).await.expect("bounded").is_none(), "an issuer that never answers");
+        assert!(started.elapsed() < Duration::from_secs(5), "the fetch gave up after its timeout: {:?}", started.elapsed());
+
+        let refused = Jwks::new(KeysFrom::Url("http://127.0.0.1:1/jwks".into()), Duration::ZERO);
+        assert!(refused.refresh(|_| false).await.is_none(), "nobody listening");
     }
 
     #[tokio::test]

@@ -733,6 +733,17 @@ mod tests {
         let open = AccessPolicy::for_address(public, vec![], vec![], vec![token.clone()], None).expect("policy");
         assert!(allowed(&open, "10.0.0.5:8080"));
         let listed = AccessPolicy::for_address(public, vec!["mcp.internal".into()], vec![], vec![token], None).expect("policy");
+        let settings = crate::config::auth::AuthDraft {
+            issuer: Some("https://auth.example.com".into()),
+            resource: Some("https://mcp.example.com/mcp".into()),
+            jwks_url: Some("https://auth.example.com/jwks".into()),
+            ..Default::default()
+        }
+        .build()
+        .expect("valid")
+        .expect("on");
+        let oauth = Some(Arc::new(Verifier::new(settings)));
+        assert!(AccessPolicy::for_address(public, vec![], vec![], vec![], oauth).is_ok(), "OAuth alone lets the listener leave loopback");
         assert!(allowed(&listed, "mcp.internal:8080"));
         assert!(!allowed(&listed, "10.0.0.5:8080"));
     }
