@@ -93,8 +93,9 @@ pub struct Header {
     pub kid: Option<String>,
 }
 
-/// Why a token is refused. Each says what was expected; what the token said is shortened by
-/// whoever shows it.
+/// Why a token is refused. Each says what was expected first; what the token said comes after,
+/// shortened (at most `MAX_SHOWN` audiences), so a log line cut short still names what was
+/// expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("not a JWT (three base64url parts with a JSON header)")]
@@ -109,12 +110,12 @@ pub enum Refusal {
     Signature,
     #[error("the claims are not a JSON object")]
     Claims,
-    #[error("issuer `{found}` is not the configured `{expected}`")]
-    Issuer { found: String, expected: String },
+    #[error("the issuer must be `{expected}`, not `{found}`")]
+    Issuer { expected: String, found: String },
     #[error("no audience (expected one of {expected:?})")]
     NoAudience { expected: Vec<String> },
-    #[error("audience {found:?} is not among the expected {expected:?}")]
-    Audience { found: Vec<String>, expected: Vec<String> },
+    #[error("the audience must be one of {expected:?}, not {found:?}")]
+    Audience { expected: Vec<String>, found: Vec<String> },
     #[error("no `exp`")]
     NoExpiry,
     #[error("expired")]
@@ -126,6 +127,9 @@ pub enum Refusal {
     #[error("missing scope {missing:?}")]
     InsufficientScope { missing: Vec<String> },
 }
+
+/// Audiences of a token shown in a refusal, at most.
+pub const MAX_SHOWN: usize = 4;
 
 /// A token that passed every check: whom it serves, and until when (Unix seconds, `exp`).
 #[derive(Debug, Clone)]
@@ -235,14 +239,15 @@ pub fn in_window(exp: Option<u64>, nbf: Option<u64>, now: u64, leeway: Duration)
 pub fn check(settings: &Settings, claims: &Map<String, Value>, now: u64) -> Result<Accepted, Refusal> {
     let issuer = claims.get("iss").and_then(Value::as_str).unwrap_or_default();
     if issuer != settings.issuer {
-        return Err(Refusal::Issuer { found: issuer.to_owned(), expected: settings.issuer.clone() });
+        return Err(Refusal::Issuer { expected: settings.issuer.clone(), found: crate::escape::shorten(issuer) });
     }
     let found = audiences(claims);
     if found.is_empty() {
         return Err(Refusal::NoAudience { expected: settings.audiences.clone() });
     }
     if !audience_accepted(&found, &settings.audiences) {
-        return Err(Refusal::Audience { found, expected: settings.audiences.clone() });
+        let found = found.iter().take(MAX_SHOWN).map(|aud| crate::escape::shorten(aud)).collect();
+        return Err(Refusal::Audience { expected: settings.audiences.clone(), found });
     }
     let exp = seconds(claims, "exp").transpose()?;
     let nbf = seconds(claims, "nbf").transpose()?;
