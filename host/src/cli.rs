@@ -121,6 +121,42 @@ struct HttpArgs {
     /// A request is served for the holder of the token it carries (the principal `token NAME`).
     #[arg(long, value_name = "FILE", requires = "http")]
     tokens: Option<PathBuf>,
+    /// The OAuth 2.1 issuer whose access tokens are accepted (their exact `iss`): the listener
+    /// becomes a resource server. The OAuth settings may instead be in `[auth]` of paddock.toml;
+    /// a flag wins over its key.
+    #[arg(long, value_name = "URL", requires = "http")]
+    oauth_issuer: Option<String>,
+    /// The canonical URL of this server's /mcp endpoint, as clients reach it (RFC 9728
+    /// `resource`, and the default accepted audience), e.g. `https://mcp.example.com/mcp`.
+    #[arg(long, value_name = "URL", requires = "http")]
+    resource: Option<String>,
+    /// An accepted token audience (`aud`, compared exactly; repeatable). Default: --resource.
+    #[arg(long, value_name = "AUD", requires = "http")]
+    oauth_audience: Vec<String>,
+    /// The issuer's JWKS URL (https, or http to a loopback address).
+    #[arg(long, value_name = "URL", requires = "http", conflicts_with = "oauth_jwks_file")]
+    oauth_jwks_url: Option<String>,
+    /// A file holding the issuer's JWKS.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    oauth_jwks_file: Option<PathBuf>,
+    /// Accepted signature algorithms, comma-separated (default and most: RS256,ES256,EdDSA; none
+    /// and HS* are never accepted).
+    #[arg(long, value_name = "ALGS", value_delimiter = ',', requires = "http")]
+    oauth_algorithms: Vec<String>,
+    /// Tolerance for clock skew in `exp` and `nbf` (default 60s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "http")]
+    oauth_leeway: Option<std::time::Duration>,
+    /// A scope every OAuth token must grant (repeatable); a token without it gets 403
+    /// `insufficient_scope`.
+    #[arg(long, value_name = "SCOPE", requires = "http")]
+    oauth_scope: Vec<String>,
+    /// The claim listing the token subject's groups (default `groups`).
+    #[arg(long, value_name = "CLAIM", requires = "http")]
+    oauth_groups_claim: Option<String>,
+    /// The shortest time between two fetches of the JWKS (default 60s): a token with an unknown
+    /// `kid` asks for one.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "http")]
+    oauth_jwks_refresh: Option<std::time::Duration>,
     /// A `Host` to accept besides loopback names (repeatable): the name clients use to reach
     /// this server, e.g. `mcp.example.com` or `mcp.example.com:8443`.
     #[arg(long, value_name = "HOST", requires = "http")]
@@ -391,7 +427,8 @@ async fn serve_http(
         }
         tokens.push(single);
     }
-    let access = AccessPolicy::for_address(addr, args.allow_host.clone(), args.allow_origin.clone(), tokens)?;
+    let oauth = oauth_verifier(args, plugins_dir, common)?;
+    let access = AccessPolicy::for_address(addr, args.allow_host.clone(), args.allow_origin.clone(), tokens, oauth)?;
     if access.any_host {
         tracing::warn!("listening on a non-loopback address without --allow-host: any Host is accepted (the bearer token protects the server)");
     }
@@ -453,6 +490,41 @@ async fn serve_http(
 
 /// How long a stopping server waits for its audit records to be written.
 const AUDIT_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The OAuth verifier, when `[auth]` or the `--oauth-*` flags configure one (a flag wins over
+/// its key); its first key-set load is started.
+fn oauth_verifier(args: &HttpArgs, plugins_dir: &Path, common: &CommonArgs) -> Result<Option<Arc<crate::identity::verifier::Verifier>>> {
+    use crate::config::auth::{AuthDraft, flag_of};
+    let flags = AuthDraft {
+        issuer: args.oauth_issuer.clone(),
+        resource: args.resource.clone(),
+        audiences: (!args.oauth_audience.is_empty()).then(|| args.oauth_audience.clone()),
+        jwks_url: args.oauth_jwks_url.clone(),
+        jwks_file: args.oauth_jwks_file.clone(),
+        algorithms: (!args.oauth_algorithms.is_empty()).then(|| args.oauth_algorithms.clone()),
+        leeway: args.oauth_leeway,
+        scopes: (!args.oauth_scope.is_empty()).then(|| args.oauth_scope.clone()),
+        groups_claim: args.oauth_groups_claim.clone(),
+        jwks_refresh: args.oauth_jwks_refresh,
+    };
+    let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
+    let auth_errors: Vec<String> = config.global_errors().filter(|e| e.key.starts_with("auth")).map(ToString::to_string).collect();
+    if !auth_errors.is_empty() {
+        bail!("the OAuth settings are invalid:\n{}", auth_errors.join("\n"));
+    }
+    let settings = match config.auth().clone().overridden_by(flags).build() {
+        Ok(Some(settings)) => settings,
+        Ok(None) => return Ok(None),
+        Err(problems) => {
+            let lines: Vec<String> = problems.iter().map(|p| format!("{} (`[auth] {}`): {} (fix: {})", flag_of(p.key), p.key, p.message, p.fix)).collect();
+            bail!("the OAuth settings are invalid:\n{}", lines.join("\n"));
+        }
+    };
+    tracing::info!(issuer = %settings.issuer, resource = %settings.resource, audiences = ?settings.audiences, scopes = ?settings.required_scopes, "OAuth 2.1 resource server");
+    let verifier = Arc::new(crate::identity::verifier::Verifier::new(settings));
+    verifier.start();
+    Ok(Some(verifier))
+}
 
 /// Cancels `stop` on SIGTERM or SIGINT.
 async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {

@@ -17,12 +17,13 @@
 //! - `expose = { prefix = "name" }` (`""` for no prefix; default: the plugin id).
 //!
 //! Beside `[plugins]`, the main file holds the caller policy: `[access]` and `[rates]` (see
-//! `callers`).
+//! `callers`); `[auth]` makes the HTTP listener an OAuth 2.1 resource server (see `auth`).
 //!
 //! Validation never stops at the first mistake: every problem is collected as a `ConfigError`
 //! with its file, key and a fix. This module reads files and checks that granted host
 //! directories exist; it does not know wasmtime.
 
+pub mod auth;
 mod callers;
 mod context;
 mod secrets;
@@ -75,6 +76,8 @@ pub struct Config {
     rates: RateRules,
     problems: Vec<ConfigError>,
     files: Vec<PathBuf>,
+    /// `[auth]` of the main file, as written (checked: its problems are among `problems`).
+    auth: auth::AuthDraft,
 }
 
 impl Config {
@@ -145,6 +148,12 @@ impl Config {
         self.grants.values().map(|g| g.limits.memory).fold(crate::policy::Limits::DEFAULT_MEMORY, u64::max)
     }
 
+    /// `[auth]` as written (empty when absent). On its own it is complete or reported among
+    /// `problems`; `serve` flags may still override its keys.
+    pub fn auth(&self) -> &auth::AuthDraft {
+        &self.auth
+    }
+
     /// Whether any problem is an error.
     pub fn has_errors(&self) -> bool {
         self.problems.iter().any(|p| p.severity == Severity::Error)
@@ -164,6 +173,8 @@ struct Loader {
     problems: Vec<ConfigError>,
     /// Every file read.
     files: Vec<PathBuf>,
+    /// `[auth]`, and the file it came from.
+    auth: Option<(PathBuf, toml::Value)>,
 }
 
 impl Loader {
@@ -172,6 +183,10 @@ impl Loader {
         for (key, value) in table {
             match key.as_str() {
                 "plugins" => {}
+                "auth" => {
+                    self.auth = Some((file.to_path_buf(), value));
+                    continue;
+                }
                 "access" => {
                     self.access = callers::access(file, value, &mut self.problems);
                     continue;
@@ -186,7 +201,7 @@ impl Loader {
                         &key,
                         None,
                         "unknown top-level key",
-                        "put plugin settings under `[plugins.<id>]`, caller policy under `[access]` and `[rates]`",
+                        "put plugin settings under `[plugins.<id>]`, OAuth settings under `[auth]`, caller policy under `[access]` and `[rates]`",
                     ));
                     continue;
                 }
@@ -269,7 +284,21 @@ impl Loader {
             }
             grants.insert(id, grant);
         }
-        Config { grants, access: self.access, rates: self.rates, problems: self.problems, files: self.files }
+        let mut draft = auth::AuthDraft::default();
+        if let Some((file, value)) = self.auth.take() {
+            let mut found = Vec::new();
+            draft = auth::parse(&file, value, &mut found);
+            if found.is_empty()
+                && let Err(problems) = draft.clone().build()
+            {
+                found = problems;
+            }
+            for problem in found {
+                let key = if problem.key == "auth" { "auth".to_owned() } else { format!("auth.{}", problem.key) };
+                self.problems.push(error(&file, &key, None, &problem.message, &problem.fix));
+            }
+        }
+        Config { grants, access: self.access, rates: self.rates, problems: self.problems, files: self.files, auth: draft }
     }
 }
 

@@ -21,5 +21,6 @@ mod http_sessions; // Streamable HTTP legacy sessions: statuses, GET stream, res
 mod http_stateless; // Streamable HTTP 2026-07-28: headers, statuses, SSE, listen, cancel, replicas
 mod layers; // imports point down: a layer per host module, no circle inside a folder
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
+mod oauth; // OAuth 2.1 resource server: a real issuer, each attack beside its twin, every official client with a token
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors, page faults of a large call
 mod tidy; // repository hygiene: module docs, no inherited stdio/env/network, stdout writers

@@ -17,10 +17,14 @@
 //!   in `Origin` (`https://app.example.com:443`). The allow-lists are normalised the same way
 //!   when the policy is built, and an entry that does not parse stops the start. An allowed host
 //!   without a port admits any port.
-//! - With a token, every request but `/healthz` and `/readyz` must carry
-//!   `Authorization: Bearer <token>`; the comparison takes the same time whatever is presented
-//!   (SHA-256 digests compared in constant time). A missing or wrong token is 401 with
-//!   `WWW-Authenticate`.
+//! - With tokens or OAuth, every request but `/healthz`, `/readyz` and the RFC 9728 metadata
+//!   must carry `Authorization: Bearer <token>` (never a query parameter). A bearer that is a
+//!   JWT (three dot-separated parts) goes to the OAuth verifier when OAuth is configured;
+//!   anything else is compared with the named static tokens, in the same time whatever is
+//!   presented (SHA-256 digests compared in constant time). A missing or wrong token is 401 with
+//!   `WWW-Authenticate` (with OAuth, naming the metadata: `resource.rs`); an OAuth token without
+//!   a required scope is 403 `insufficient_scope`. A refusal is logged with the peer and the
+//!   reason, never the token.
 //!
 //! A body announced (by `Content-Length`) larger than `HttpLimits::max_body` is 413 before any
 //! of it is read. Every refusal is logged with the peer's address and what was refused
@@ -40,6 +44,8 @@ use subtle::ConstantTimeEq;
 use super::Shared;
 use crate::escape::Escaped;
 use crate::identity::Principal;
+use crate::identity::oauth::{self, Refusal};
+use crate::identity::verifier::Verifier;
 use crate::jsonrpc::shortened;
 
 /// The address of the client a request came from (set on every connection).
@@ -195,13 +201,15 @@ pub struct AccessPolicy {
     /// The bearer tokens an MCP request may carry, each naming its holder; when there are none,
     /// requests are served for the anonymous principal (loopback listeners only).
     pub tokens: Vec<BearerToken>,
+    /// The OAuth 2.1 verifier, when the listener is a resource server.
+    pub oauth: Option<Arc<Verifier>>,
 }
 
 /// The listener cannot be opened with this policy.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
     #[error(
-        "listening on {0}, which is not a loopback address, needs a bearer token (fix: pass --token-file FILE or --tokens FILE, or set PADDOCK_HTTP_TOKEN, or listen on 127.0.0.1)"
+        "listening on {0}, which is not a loopback address, needs a bearer token or OAuth (fix: pass --token-file FILE or --tokens FILE, or set PADDOCK_HTTP_TOKEN, or configure `[auth]` or --oauth-issuer, or listen on 127.0.0.1)"
     )]
     TokenRequired(SocketAddr),
     #[error("--allow-host `{0}` is not a host with an optional port (fix: a name or address, e.g. `mcp.example.com` or `mcp.example.com:8443`)")]
@@ -216,10 +224,16 @@ impl AccessPolicy {
     /// send them (`https://app.example.com`). Both are normalised as requests are.
     ///
     /// # Errors
-    /// A non-loopback address without a token; a host or origin that does not parse.
-    pub fn for_address(addr: SocketAddr, hosts: Vec<String>, origins: Vec<String>, tokens: Vec<BearerToken>) -> Result<AccessPolicy, AccessError> {
+    /// A non-loopback address without a token or OAuth; a host or origin that does not parse.
+    pub fn for_address(
+        addr: SocketAddr,
+        hosts: Vec<String>,
+        origins: Vec<String>,
+        tokens: Vec<BearerToken>,
+        oauth: Option<Arc<Verifier>>,
+    ) -> Result<AccessPolicy, AccessError> {
         let loopback = addr.ip().is_loopback();
-        if !loopback && tokens.is_empty() {
+        if !loopback && tokens.is_empty() && oauth.is_none() {
             return Err(AccessError::TokenRequired(addr));
         }
         let hosts = hosts
@@ -234,7 +248,7 @@ impl AccessPolicy {
             .filter(|o| !o.is_empty())
             .map(|o| Origin::parse(o).ok_or_else(|| AccessError::BadOrigin(o.to_owned())))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(AccessPolicy { any_host: !loopback && hosts.is_empty(), hosts, origins, tokens })
+        Ok(AccessPolicy { any_host: !loopback && hosts.is_empty(), hosts, origins, tokens, oauth })
     }
 
     fn host_allowed(&self, host: &Authority) -> bool {
@@ -434,7 +448,7 @@ fn named_hosts(request: &Request) -> Result<Vec<(Authority, String)>, (BadHost, 
 /// The middleware: Host, Origin, then the token, whose holder the request is served for (the
 /// `Principal` in its extensions).
 pub(super) async fn check(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
-    match admit(&shared, &request) {
+    match admit(&shared, &mut request).await {
         Err(refusal) => refusal,
         Ok(principal) => {
             request.extensions_mut().insert(principal);
@@ -444,11 +458,13 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, mut request: Reques
 }
 
 /// Who a request is served for, or the refusal of a request the guard does not let through.
-pub(super) fn admit(shared: &Shared, request: &Request) -> Result<Principal, Response> {
+/// (Taken `&mut` only so the future is `Send`: a request's body is not `Sync`.)
+pub(super) async fn admit(shared: &Shared, request: &mut Request) -> Result<Principal, Response> {
     if let Some(refusal) = refused_by_name(shared, request) {
         return Err(refusal);
     }
-    let principal = authenticate(shared, request)?;
+    let peer = request.extensions().get::<Peer>().map(|p| p.0);
+    let principal = authenticate(shared, request.headers(), request.uri().path(), peer).await?;
     // A body announced larger than the limit is refused before any of it is read.
     let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|length| length > shared.options.limits.max_body as u64) {
@@ -459,23 +475,41 @@ pub(super) fn admit(shared: &Shared, request: &Request) -> Result<Principal, Res
     Ok(principal)
 }
 
-/// The holder of the request's token, or the refusal (401) of a request without one of the
-/// listener's tokens. Without tokens, and for the health endpoints (which serve nobody), the
-/// principal is anonymous.
-fn authenticate(shared: &Shared, request: &Request) -> Result<Principal, Response> {
-    let tokens = &shared.options.access.tokens;
-    if tokens.is_empty() || matches!(request.uri().path(), "/healthz" | "/readyz") {
+/// The holder of the request's token, or the refusal of a request without a valid one (401;
+/// 403 for an OAuth token without a required scope). Without tokens or OAuth, and for the
+/// health and metadata endpoints (which serve nobody), the principal is anonymous.
+async fn authenticate(shared: &Shared, headers: &HeaderMap, path: &str, peer: Option<SocketAddr>) -> Result<Principal, Response> {
+    let access = &shared.options.access;
+    let open =
+        matches!(path, "/healthz" | "/readyz") || path.strip_prefix(super::resource::METADATA_PATH).is_some_and(|rest| rest.is_empty() || rest == "/mcp");
+    if (access.tokens.is_empty() && access.oauth.is_none()) || open {
         return Ok(Principal::anonymous());
     }
-    let presented = bearer(request.headers());
-    if let Some(token) = presented.and_then(|presented| holder(tokens, presented)) {
-        return Ok(token.principal.clone());
-    }
-    let peer = request.extensions().get::<Peer>().map(|p| p.0);
-    tracing::warn!(peer = ?peer, path = %Escaped(&shortened(request.uri().path())), "refused a request: {}", if presented.is_some() { "wrong bearer token" } else { "no bearer token" });
+    let presented = bearer(headers);
+    let why = match (presented, &access.oauth) {
+        (Some(token), Some(verifier)) if oauth::looks_like_jwt(token) => match verifier.verify(token).await {
+            Ok(principal) => return Ok(principal),
+            Err(Refusal::InsufficientScope { missing }) => {
+                tracing::warn!(peer = ?peer, path = %Escaped(&shortened(path)), missing = %Escaped(&shortened(&missing.join(" "))), "refused a request: its OAuth token lacks a required scope");
+                let needed: Vec<&str> = verifier.settings().required_scopes.iter().map(String::as_str).collect();
+                return Err(super::resource::insufficient_scope(shared, &needed));
+            }
+            Err(refusal) => format!("invalid OAuth token: {refusal}"),
+        },
+        (Some(token), _) => match holder(&access.tokens, token) {
+            Some(token) => return Ok(token.principal.clone()),
+            None => "wrong bearer token".to_owned(),
+        },
+        (None, _) => "no bearer token".to_owned(),
+    };
+    tracing::warn!(peer = ?peer, path = %Escaped(&shortened(path)), reason = %Escaped(&shortened(&why)), "refused a request: {}", if presented.is_some() { "invalid bearer token" } else { "no bearer token" });
     let mut response = refusal(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
-    let challenge = if presented.is_some() { r#"Bearer realm="paddock", error="invalid_token""# } else { r#"Bearer realm="paddock""# };
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    let challenge = match &access.oauth {
+        Some(verifier) => super::resource::unauthorized_challenge(verifier.settings(), presented.is_some()),
+        None if presented.is_some() => HeaderValue::from_static(r#"Bearer realm="paddock", error="invalid_token""#),
+        None => HeaderValue::from_static(r#"Bearer realm="paddock""#),
+    };
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
     Err(response)
 }
 
@@ -511,13 +545,6 @@ fn refused_by_name(shared: &Shared, request: &Request) -> Option<Response> {
     None
 }
 
-/// The `WWW-Authenticate` challenge of a use the token lacks `scopes` for (RFC 6750 §3.1).
-pub(super) fn insufficient_scope_challenge(scopes: &[String]) -> HeaderValue {
-    let scope: String = scopes.iter().filter(|s| s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')).cloned().collect::<Vec<_>>().join(" ");
-    HeaderValue::from_str(&format!(r#"Bearer error="insufficient_scope", scope="{scope}""#))
-        .unwrap_or_else(|_| HeaderValue::from_static(r#"Bearer error="insufficient_scope""#))
-}
-
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes();
     let (scheme, token) = value.split_at_checked(7)?;
@@ -534,8 +561,14 @@ mod tests {
     use super::*;
 
     fn loopback() -> AccessPolicy {
-        AccessPolicy::for_address("127.0.0.1:8080".parse().expect("addr"), vec!["mcp.example.com".into()], vec!["https://app.example.com/".into()], vec![])
-            .expect("loopback needs no token")
+        AccessPolicy::for_address(
+            "127.0.0.1:8080".parse().expect("addr"),
+            vec!["mcp.example.com".into()],
+            vec!["https://app.example.com/".into()],
+            vec![],
+            None,
+        )
+        .expect("loopback needs no token")
     }
 
     fn host(text: &str) -> Option<Authority> {
@@ -615,6 +648,7 @@ mod tests {
             vec!["any.example.com".into(), "tls.example.com:443".into(), "alt.example.com:8443".into(), "plain.example.com:80".into()],
             vec![],
             vec![],
+            None,
         )
         .expect("policy");
         for (permitted, refused) in [
@@ -677,27 +711,39 @@ mod tests {
             vec![" MCP.example.com. ".into()],
             vec!["HTTPS://App.Example.com:443/".into(), "http://localhost.:80".into(), "null".into()],
             vec![],
+            None,
         )
         .expect("policy");
         assert!(allowed(&policy, "mcp.example.com:8080"));
         assert!(policy.origin_allowed("https://app.example.com"));
         assert!(policy.origin_allowed("null"), "an opaque origin is allowed when listed exactly");
         for bad in ["[::1]evil.com", "user@mcp.example.com", "mcp.example.com/mcp", "mcp.example.com:http"] {
-            assert!(matches!(AccessPolicy::for_address(addr, vec![bad.into()], vec![], vec![]), Err(AccessError::BadHost(_))), "{bad}");
+            assert!(matches!(AccessPolicy::for_address(addr, vec![bad.into()], vec![], vec![], None), Err(AccessError::BadHost(_))), "{bad}");
         }
         for bad in ["https://app.example.com/mcp", "https://user@app.example.com", "http://[::1", "https://app example.com"] {
-            assert!(matches!(AccessPolicy::for_address(addr, vec![], vec![bad.into()], vec![]), Err(AccessError::BadOrigin(_))), "{bad}");
+            assert!(matches!(AccessPolicy::for_address(addr, vec![], vec![bad.into()], vec![], None), Err(AccessError::BadOrigin(_))), "{bad}");
         }
     }
 
     #[test]
     fn a_public_address_needs_a_token_and_then_takes_any_host_unless_listed() {
         let public: SocketAddr = "0.0.0.0:8080".parse().expect("addr");
-        assert!(matches!(AccessPolicy::for_address(public, vec![], vec![], vec![]), Err(AccessError::TokenRequired(_))));
+        assert!(matches!(AccessPolicy::for_address(public, vec![], vec![], vec![], None), Err(AccessError::TokenRequired(_))));
         let token = BearerToken::new("0123456789abcdef0123").expect("token");
-        let open = AccessPolicy::for_address(public, vec![], vec![], vec![token.clone()]).expect("policy");
+        let open = AccessPolicy::for_address(public, vec![], vec![], vec![token.clone()], None).expect("policy");
         assert!(allowed(&open, "10.0.0.5:8080"));
-        let listed = AccessPolicy::for_address(public, vec!["mcp.internal".into()], vec![], vec![token]).expect("policy");
+        let listed = AccessPolicy::for_address(public, vec!["mcp.internal".into()], vec![], vec![token], None).expect("policy");
+        let settings = crate::config::auth::AuthDraft {
+            issuer: Some("https://auth.example.com".into()),
+            resource: Some("https://mcp.example.com/mcp".into()),
+            jwks_url: Some("https://auth.example.com/jwks".into()),
+            ..Default::default()
+        }
+        .build()
+        .expect("valid")
+        .expect("on");
+        let oauth = Some(Arc::new(Verifier::new(settings)));
+        assert!(AccessPolicy::for_address(public, vec![], vec![], vec![], oauth).is_ok(), "OAuth alone lets the listener leave loopback");
         assert!(allowed(&listed, "mcp.internal:8080"));
         assert!(!allowed(&listed, "10.0.0.5:8080"));
     }

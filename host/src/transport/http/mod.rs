@@ -4,10 +4,12 @@
 //!   and stateless 2026-07-28 requests;
 //! - `/sse` and `/messages`: the 2024-11-05 HTTP+SSE pair (`legacy_sse.rs`);
 //! - `/ws`: WebSocket, subprotocol `mcp`, one JSON-RPC message per text frame (`websocket.rs`);
-//! - `/healthz` (the process is up) and `/readyz` (plugins are loaded).
+//! - `/healthz` (the process is up) and `/readyz` (plugins are loaded);
+//! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata, when OAuth is configured
+//!   (`resource.rs`).
 //!
 //! Every request passes `guard.rs` first (Host and Origin against DNS rebinding, the bearer
-//! token). Connections are accepted here with `TCP_NODELAY`, a cap on open connections (held
+//! token: a named static token, or an OAuth 2.1 access token verified by `identity::verifier`). Connections are accepted here with `TCP_NODELAY`, a cap on open connections (held
 //! by an upgraded WebSocket until it closes), a per-client share of them (`peers.rs`), a bound
 //! on header size and a deadline for reading them; bodies are read whole within
 //! `HttpLimits::body_timeout` and capped by `HttpLimits::max_body` (`body.rs`). A few
@@ -25,6 +27,7 @@ mod guard;
 mod headers;
 mod legacy_sse;
 mod peers;
+mod resource;
 mod sessions;
 mod sse;
 mod streamable;
@@ -437,6 +440,8 @@ fn routes(shared: Arc<Shared>) -> Routes {
         .route("/ws", any(websocket::upgrade))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route(resource::METADATA_PATH, get(resource::metadata))
+        .route(&format!("{}/mcp", resource::METADATA_PATH), get(resource::metadata))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), admit))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
@@ -447,7 +452,7 @@ fn routes(shared: Arc<Shared>) -> Routes {
 /// (`body.rs`).
 async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     peers::identify(&shared, &mut request);
-    match guard::admit(&shared, &request) {
+    match guard::admit(&shared, &mut request).await {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
         }

@@ -228,7 +228,7 @@ async fn stateless(
         && accepts.json
     {
         guard.disarm();
-        return modern_error_reply(error, first.line);
+        return modern_error_reply(shared, error, first.line);
     }
     if !accepts.sse {
         let reply = reply_only(&mut queue).await;
@@ -319,7 +319,7 @@ impl Drop for CancelOnDrop {
 
 /// A 2026-07-28 reply as an HTTP response: an error gets its status, a rate-limited request its
 /// `Retry-After`, a use the token lacks a scope for its `WWW-Authenticate` challenge.
-fn modern_error_reply(error: Option<i64>, line: String) -> Response {
+fn modern_error_reply(shared: &Shared, error: Option<i64>, line: String) -> Response {
     let Some(code) = error else { return json_reply(StatusCode::OK, line) };
     let data = || serde_json::from_str::<Value>(&line).ok().and_then(|v| v.pointer("/error/data").cloned());
     let mut response = json_reply(modern_status(code), line.clone());
@@ -330,7 +330,8 @@ fn modern_error_reply(error: Option<i64>, line: String) -> Response {
         }
         INSUFFICIENT_SCOPE => {
             let scopes: Vec<String> = data().and_then(|d| d.get("requiredScopes").cloned()).and_then(|s| serde_json::from_value(s).ok()).unwrap_or_default();
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, super::guard::insufficient_scope_challenge(&scopes));
+            let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, super::resource::insufficient_scope_challenge(shared, &scopes));
         }
         _ => {}
     }

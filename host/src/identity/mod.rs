@@ -3,6 +3,14 @@
 //! for an HTTP listener without authentication) and a subject, with the scopes the credential
 //! granted and the groups it belongs to. Everything a request leaves behind (a legacy session, a task, a sealed request
 //! state) is bound to its principal's `id`.
+//!
+//! An OAuth 2.1 access token becomes a principal here too: `oauth` holds the settings and the
+//! pure checks of a token's claims, `jwks` the issuer's keys and where they come from, and
+//! `verifier` puts them together (with a cache of accepted tokens) for the HTTP guard.
+
+pub mod jwks;
+pub mod oauth;
+pub mod verifier;
 
 use std::fmt;
 use std::sync::Arc;
