@@ -14,7 +14,9 @@ use paddock_tests::repo_root;
 /// implements it, so it sits below both and imports only the wire types.
 const LAYERS: &[&[&str]] = &[
     &["allocator", "escape", "revision", "jsonrpc", "protocol"],
-    &["identity", "input", "budget", "policy", "rate_limits", "audit"],
+    &["identity", "input", "budget", "audit"],
+    &["policy"],
+    &["rate_limits"],
     &["plugin", "config", "tasks"],
     &["runtime"],
     &["router"],

@@ -15,8 +15,6 @@
 //! A "no", a dismissed form or an approval of `deny` is an error result that says so; nothing
 //! runs. A client that cannot answer a form is refused before anything is asked.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -37,31 +35,8 @@ pub const APPROVAL_KEY: &str = "paddock.approval";
 pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
 /// The binding method of an approval round (never a plugin's).
 const APPROVAL_METHOD: &str = "paddock/approval";
-/// The most approvals remembered as spent at once.
-const MAX_SPENT: usize = 65_536;
 /// The longest summary of the arguments a form shows.
 const SUMMARY: usize = 200;
-
-/// Approvals already answered, until their forms expire.
-#[derive(Debug, Default)]
-pub struct Spent {
-    held: Mutex<HashMap<[u8; 16], Instant>>,
-}
-
-impl Spent {
-    /// Marks `nonce` spent; false when it already was (or there is no room to remember it).
-    fn spend(&self, nonce: [u8; 16], until: Instant) -> Result<bool, McpError> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held.len() >= MAX_SPENT {
-            let now = Instant::now();
-            held.retain(|_, expires| *expires > now);
-            if held.len() >= MAX_SPENT {
-                return Err(McpError::Busy("too many approvals are being answered at once; try again shortly".to_owned()));
-            }
-        }
-        Ok(held.insert(nonce, until).is_none())
-    }
-}
 
 /// What became of an approval step.
 pub(super) enum Approved {
@@ -211,14 +186,5 @@ mod tests {
         ] {
             assert!(said_yes(&no).is_err(), "{no}");
         }
-    }
-
-    #[test]
-    fn an_approval_is_spent_once() {
-        let spent = Spent::default();
-        let until = Instant::now() + APPROVAL_TTL;
-        assert!(spent.spend([1; 16], until).expect("room"));
-        assert!(!spent.spend([1; 16], until).expect("room"));
-        assert!(spent.spend([2; 16], until).expect("room"));
     }
 }

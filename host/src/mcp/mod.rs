@@ -21,6 +21,7 @@ mod request;
 mod rounds;
 mod scope;
 mod shape;
+mod spent;
 mod state;
 mod subscriptions;
 mod task_calls;

@@ -109,7 +109,7 @@ pub struct ServerState {
     pub(crate) budget: Arc<crate::budget::Budget>,
     pub(crate) callers: CallerPolicy,
     /// 2026-07-28 approvals already answered.
-    pub(crate) approvals: super::approvals::Spent,
+    pub(crate) approvals: super::spent::Spent,
 }
 
 impl ServerState {
@@ -165,7 +165,7 @@ impl ServerState {
             limits,
             budget,
             callers,
-            approvals: super::approvals::Spent::default(),
+            approvals: super::spent::Spent::default(),
         })
     }
 
