@@ -536,3 +536,61 @@ async fn bad_oauth_settings_stop_the_start_with_the_fix() {
     assert_ne!(code, 0);
     assert!(format!("{stdout}{stderr}").contains("auth.algorithms"), "{stdout}{stderr}");
 }
+
+#[tokio::test]
+async fn tool_policy_matches_a_tokens_groups_and_scopes_and_a_tools_scope_is_a_step_up_challenge() {
+    let Some(issuer) = Issuer::start().await else { return };
+    let config = format!(
+        r#"[auth]
+issuer = "{}"
+resource = "{RESOURCE}"
+jwks_url = "{}"
+scopes = ["mcp"]
+
+[access]
+default = "deny"
+
+[[access.rule]]
+name = "readers see the context"
+who = ["group:readers"]
+tools = ["fixture_context"]
+
+[[access.rule]]
+name = "echo needs a scope"
+who = ["*"]
+tools = ["fixture_echo"]
+scopes = ["echo.use"]
+"#,
+        issuer.url,
+        issuer.jwks_url()
+    );
+    let plugins = plugins().write("paddock.toml", config);
+    let host = HttpHost::start(plugins.path(), &[]).await.expect("serve");
+    let reader = issuer.token(json!({"groups": ["readers"]})).await;
+    let outsider = issuer.token(json!({"groups": ["visitors"]})).await;
+    assert_eq!(call(&host, Some(&reader)).await.caller, Some(format!("{} alice", issuer.url)), "the group claim opens the tool");
+    let hidden = call(&host, Some(&outsider)).await;
+    assert_eq!((hidden.status, hidden.caller), (400, None), "hidden from another group, answered like an unknown tool");
+
+    let echo = |token: String| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": modern_meta(json!({})), "name": "fixture_echo", "arguments": {"text": "hi"}}});
+        reqwest::Client::new()
+            .post(host.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "fixture_echo")
+            .header("authorization", format!("Bearer {token}"))
+            .timeout(WAIT)
+            .body(body.to_string())
+            .send()
+    };
+    let refused = echo(reader.clone()).await.expect("answered");
+    assert_eq!(refused.status(), 403);
+    let challenge = refused.headers()["www-authenticate"].to_str().expect("ascii").to_owned();
+    assert_eq!(challenge, format!(r#"Bearer error="insufficient_scope", scope="echo.use", resource_metadata="{METADATA}""#));
+    let stepped_up = issuer.token_with(RESOURCE, "mcp echo.use", json!({}), None).await;
+    assert_eq!(echo(stepped_up).await.expect("answered").status(), 200, "a token with the scope is served");
+    issuer.stop().await;
+}
