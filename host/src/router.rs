@@ -191,6 +191,9 @@ pub struct Router {
     template_routes: Vec<(UriTemplate, usize)>,
     instructions: Option<String>,
     page_size: usize,
+    /// Which router this is: 1 at start, one more at each swap (what clients and load balancers
+    /// see in `_meta`, to tell which one answered).
+    generation: u64,
 }
 
 impl std::fmt::Debug for Router {
@@ -218,6 +221,7 @@ impl Router {
             template_routes: Vec::new(),
             instructions: None,
             page_size: DEFAULT_PAGE_SIZE,
+            generation: 1,
         };
         let mut owners: HashMap<(ItemKind, String), String> = HashMap::new();
         let mut errors = Vec::new();
@@ -254,7 +258,8 @@ impl Router {
             return Err(CatalogChangeError::NotServed(plugin.to_owned()));
         }
         entry.catalog = Arc::new(catalog);
-        let (router, problems) = Router::new(entries);
+        let (mut router, problems) = Router::new(entries);
+        router.generation = self.generation + 1;
         let router = router.with_page_size(self.page_size);
         let left_out: Vec<&str> = self.served.iter().map(|e| e.plugin.id()).filter(|id| !router.served.iter().any(|e| e.plugin.id() == *id)).collect();
         if left_out.is_empty() {
@@ -265,6 +270,11 @@ impl Router {
             left_out: left_out.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", "),
             problems,
         })
+    }
+
+    /// Which router this is: 1 at start, one more at each swap.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Sets the page size of list results (at least 1).

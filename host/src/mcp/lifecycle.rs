@@ -81,8 +81,16 @@ pub(super) fn initialize_result(router: &Router, version: Revision) -> Value {
 }
 
 /// The result of `server/discover`.
+/// The `_meta` key of `server/discover` and list results that names the generation of the
+/// router that answered.
+pub const META_GENERATION: &str = "dev.paddock/generation";
+
 pub(super) fn discover_result(router: &Router) -> Value {
-    let mut result = json!({"supportedVersions": names(&Revision::STATELESS), "capabilities": capabilities(router, None)});
+    let mut result = json!({
+        "supportedVersions": names(&Revision::STATELESS),
+        "capabilities": capabilities(router, None),
+        "_meta": {META_GENERATION: router.generation()},
+    });
     if let Some(instructions) = router.instructions() {
         result["instructions"] = json!(instructions);
     }

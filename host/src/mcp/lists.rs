@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::caller_policy::sees;
 use super::error::McpError;
+use super::lifecycle::META_GENERATION;
 use super::reply::{Reply, to_json};
 use super::request::ListMethod;
 use super::scope::Scope;
@@ -43,7 +44,7 @@ pub(super) fn serve(scope: &Scope, list: ListMethod, cursor: Option<&str>) -> Re
         }?;
         let mut hint = cache(router, list);
         hint.scope = CacheScope::Private;
-        return Ok(Reply::cached(result, hint));
+        return Ok(Reply::cached(with_generation(result, router, revision), hint));
     }
     let result = match list {
         ListMethod::Tools => page(router, router.tools(), cursor, "tools", |tool| shape::tool(tool, revision)),
@@ -51,7 +52,18 @@ pub(super) fn serve(scope: &Scope, list: ListMethod, cursor: Option<&str>) -> Re
         ListMethod::Resources => page(router, router.resources(), cursor, "resources", |resource| shape::resource(resource, revision)),
         ListMethod::ResourceTemplates => page(router, router.resource_templates(), cursor, "resourceTemplates", |template| shape::template(template, revision)),
     }?;
-    Ok(Reply::cached(result, cache(router, list)))
+    Ok(Reply::cached(with_generation(result, router, revision), cache(router, list)))
+}
+
+/// A 2026-07-28 list names the generation of the router that answered it in `_meta` (legacy
+/// results carry no `_meta` of the server's own).
+fn with_generation(mut result: Value, router: &Router, revision: crate::revision::Revision) -> Value {
+    if revision.is_stateless()
+        && let Value::Object(object) = &mut result
+    {
+        object.insert("_meta".into(), json!({META_GENERATION: router.generation()}));
+    }
+    result
 }
 
 /// The items a principal sees.

@@ -33,7 +33,8 @@ pub use error::{
     INSUFFICIENT_SCOPE, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, RATE_LIMITED, RESOURCE_NOT_FOUND, SERVER_BUSY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use lifecycle::{
-    META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_RELATED_TASK, TASKS_EXTENSION, is_modern, meta, negotiate, validate_modern,
+    META_CLIENT_CAPABILITIES, META_GENERATION, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_RELATED_TASK, TASKS_EXTENSION, is_modern, meta, negotiate,
+    validate_modern,
 };
 pub use notifier::{Notifier, forward};
 pub use reply::Reply;

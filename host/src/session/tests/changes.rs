@@ -303,3 +303,27 @@ async fn a_change_that_would_take_another_plugins_name_is_refused_and_both_keep_
     let called = h.ask(&legacy_call(3, "fake_echo", r#"{"text":"still here"}"#)).await;
     assert_eq!(called["result"]["content"][0]["text"], "still here");
 }
+
+#[tokio::test(start_paused = true)]
+async fn lists_and_discover_name_the_generation_that_answered() {
+    let (server, state) = served();
+    let mut caller = Harness::on(Arc::clone(&server));
+    caller.initialize("2025-11-25").await;
+    let generation = |reply: &Value| reply["result"]["_meta"][crate::mcp::META_GENERATION].as_u64();
+    let mut stateless = Harness::on(Arc::clone(&server));
+    let listed = stateless.ask(&modern(1, "tools/list", "")).await;
+    assert_eq!(generation(&listed), Some(1), "{listed}");
+    let discovered = stateless.ask(&modern(2, "server/discover", "")).await;
+    assert_eq!(generation(&discovered), Some(1), "{discovered}");
+
+    state.extra_tools.lock().unwrap().push("fresh".into());
+    caller.send(&legacy_call(3, "fake_announce", r#"{"lists":["tools"]}"#)).await;
+    caller.recv_until(is_method("notifications/tools/list_changed")).await;
+    let listed = stateless.ask(&modern(4, "prompts/list", "")).await;
+    assert_eq!(generation(&listed), Some(2), "a swapped router is the next generation: {listed}");
+    let legacy = caller.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#).await;
+    assert!(legacy["result"].get("_meta").is_none(), "legacy results carry none: {legacy}");
+    let discovered = stateless.ask(&modern(5, "server/discover", "")).await;
+    assert_eq!(generation(&discovered), Some(2), "{discovered}");
+    assert!(discovered["result"]["_meta"].get("io.modelcontextprotocol/serverInfo").is_some(), "the envelope's own _meta is kept beside it: {discovered}");
+}
