@@ -5,6 +5,7 @@
 //! Resource templates are compiled once, here, into linear-time matchers (`template`); a
 //! template over the caps leaves its plugin out like a collision does.
 
+pub mod definitions;
 pub mod template;
 
 use std::collections::HashMap;

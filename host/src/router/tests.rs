@@ -235,3 +235,22 @@ async fn the_costliest_templates_a_plugin_may_declare_cost_milliseconds_per_read
     // bound is there to catch a matcher whose cost explodes, not a busy machine.
     assert!(took < std::time::Duration::from_secs(1), "one read took {took:?}");
 }
+
+#[test]
+fn a_plugins_definitions_are_what_the_router_exposes_of_it_and_only_that() {
+    use super::definitions::{DefinitionKind, Definitions};
+    // `b` declares the same resource URIs as `a`, so the router leaves it out: it exposes nothing.
+    let (router, errors) = Router::new(vec![entry("a", Prefix::Default), entry("b", Prefix::Default)]);
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let a = Definitions::of(&router, "a");
+    let digests = a.digests();
+    let tools: Vec<&str> = digests.iter().filter(|(k, ..)| *k == DefinitionKind::Tool).map(|(_, n, _)| *n).collect();
+    assert!(!tools.is_empty() && tools.iter().all(|n| n.starts_with("a_")), "{tools:?}");
+    assert!(digests.iter().any(|(k, n, _)| *k == DefinitionKind::Prompt && *n == "a_greet"));
+    assert!(digests.iter().any(|(k, n, _)| *k == DefinitionKind::Resource && *n == "fake://readme"));
+    assert!(digests.iter().any(|(k, n, _)| *k == DefinitionKind::ResourceTemplate && *n == "fake://items/{id}"));
+    // A plugin left out has no definitions; the same plugin read twice has no drift.
+    assert!(Definitions::of(&router, "b").digests().is_empty());
+    assert!(a.drift(&Definitions::of(&router, "a")).is_empty());
+    assert_eq!(a.drift(&Definitions::default()).len(), digests.len(), "every definition is gone when the plugin is");
+}
