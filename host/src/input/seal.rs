@@ -290,9 +290,7 @@ fn method_from_tag(tag: &str) -> Option<InputMethod> {
 /// The bytes a state is bound to: each part length-prefixed, the arguments by the SHA-256 of
 /// their canonical JSON (keys sorted, no whitespace), so a reordered but equal object binds the same.
 fn associated_data(b: &Binding<'_>) -> Vec<u8> {
-    let mut canonical = String::new();
-    write_canonical(b.arguments, &mut canonical);
-    let digest = Sha256::digest(canonical.as_bytes());
+    let digest = Sha256::digest(crate::jsonrpc::canonical(b.arguments).as_bytes());
     let mut aad = b"paddock request-state v1".to_vec();
     for part in [b.plugin.as_bytes(), b.method.as_bytes(), b.target.as_bytes(), &digest[..], b.caller.unwrap_or("").as_bytes()] {
         aad.extend_from_slice(&(part.len() as u64).to_be_bytes());
@@ -300,36 +298,6 @@ fn associated_data(b: &Binding<'_>) -> Vec<u8> {
     }
     aad.push(u8::from(b.caller.is_some()));
     aad
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Router;
+use crate::jsonrpc::canonical;
 
 /// What kind of item a definition is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -179,43 +180,6 @@ fn quoted(value: impl AsRef<str>) -> String {
     let text = value.as_ref();
     let shown: String = crate::escape::shorten(text).chars().take(QUOTED).collect();
     if text.chars().count() > QUOTED { format!("{shown}…") } else { shown }
-}
-
-/// Canonical JSON text: object keys sorted at every depth.
-fn canonical(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key.as_str()], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 impl fmt::Display for Drift {
