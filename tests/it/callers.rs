@@ -183,18 +183,12 @@ name = "ask first"
 who = ["*"]
 tools = ["test_simple_text"]
 approval = "ask"
-
-[[access.rule]]
-name = "no error tools for bob"
-who = ["principal:token bob"]
-tools = ["test_error_handling"]
-effect = "deny"
 "#;
 
 #[tokio::test]
 async fn the_python_client_answers_approvals_and_meets_hidden_tools_in_both_eras() -> Result<()> {
     let Some(python) = installed_client("PADDOCK_TEST_PYTHON", "the Python client (mcp 2.3.0)") else { return Ok(()) };
-    let plugins = served_with(ASK_BEFORE_TEXT);
+    let plugins = served_with(&format!("{ASK_BEFORE_TEXT}{HIDE_FROM_BOB}"));
     let host = start(&plugins, &[]).await?;
     let url = host.url("");
     for mode in ["legacy", "2026-07-28"] {
