@@ -223,7 +223,7 @@ fn rate(file: &Path, path: &str, value: Value, problems: &mut Vec<ConfigError>) 
     match Rate::parse(&text, burst) {
         Ok(rate) => Some(rate),
         Err(why) => {
-            problems.push(error(file, path, None, &why, "write e.g. `\"60/minute\"` (units: second, minute, hour, day)"));
+            problems.push(error(file, path, None, &why.to_string(), "write e.g. `\"60/minute\"` (units: second, minute, hour, day)"));
             None
         }
     }

@@ -91,14 +91,27 @@ fn form(scope: &Scope, target: &Target) -> InputRequest {
     InputRequest { key: APPROVAL_KEY.to_owned(), method: InputMethod::ElicitForm, params }
 }
 
+/// Why an answer to the approval form is not a yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum NotApproved {
+    #[error("the person answered no")]
+    No,
+    #[error("the person declined")]
+    Declined,
+    #[error("the person dismissed the form")]
+    Dismissed,
+    #[error("the answer to the approval form was not understood")]
+    NotUnderstood,
+}
+
 /// Whether an elicitation answer says yes: `accept` with `approve: true`.
-fn said_yes(answer: &Value) -> Result<(), String> {
+fn said_yes(answer: &Value) -> Result<(), NotApproved> {
     match answer.get("action").and_then(Value::as_str) {
         Some("accept") if answer.pointer("/content/approve") == Some(&Value::Bool(true)) => Ok(()),
-        Some("accept") => Err("the person answered no".to_owned()),
-        Some("decline") => Err("the person declined".to_owned()),
-        Some("cancel") => Err("the person dismissed the form".to_owned()),
-        _ => Err("the answer to the approval form was not understood".to_owned()),
+        Some("accept") => Err(NotApproved::No),
+        Some("decline") => Err(NotApproved::Declined),
+        Some("cancel") => Err(NotApproved::Dismissed),
+        _ => Err(NotApproved::NotUnderstood),
     }
 }
 
@@ -120,7 +133,7 @@ pub(super) async fn ask_in_session(scope: &Scope, target: &Target) -> Result<App
     match scope.client.ask(std::slice::from_ref(&request), &scope.cx, None).await {
         Ok(answers) => match answers.iter().find(|a| a.key == APPROVAL_KEY).map(|a| said_yes(&a.result)) {
             Some(Ok(())) => Ok(Approved::Run),
-            Some(Err(why)) => not_approved(scope, target, &why).map(Approved::Answer),
+            Some(Err(why)) => not_approved(scope, target, &why.to_string()).map(Approved::Answer),
             None => not_approved(scope, target, "no answer").map(Approved::Answer),
         },
         Err(failure) => not_approved(scope, target, &failure.to_string()).map(Approved::Answer),
@@ -164,7 +177,7 @@ pub(super) fn settle_stateless(scope: &Scope, target: &Target, plugin: &str, res
     }
     match said_yes(answer) {
         Ok(()) => Ok(Approved::Granted),
-        Err(why) => not_approved(scope, target, &why).map(Approved::Answer),
+        Err(why) => not_approved(scope, target, &why.to_string()).map(Approved::Answer),
     }
 }
 

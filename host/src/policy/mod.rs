@@ -24,7 +24,7 @@ pub use access::{AccessDecision, AccessRules, Approval, Effect, ItemKind, Patter
 pub use address::{SpecialUse, canonical as canonical_ip, special_use};
 pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
 pub use network::{EgressRules, PatternProblem, Target, parse_exact_target};
-pub use rates::{Rate, RateRules};
+pub use rates::{Rate, RateError, RateRules};
 pub use refusal::RefusalKind;
 
 /// Everything one plugin is allowed to use.

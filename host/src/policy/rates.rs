@@ -5,6 +5,21 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Why a rate does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    #[error("`{0}` is not `N/unit`")]
+    NotARate(String),
+    #[error("`{0}` is not a whole number")]
+    NotANumber(String),
+    #[error("a rate of 0 would refuse everything (leave the limit out instead, or deny the tool by policy)")]
+    Zero,
+    #[error("`{0}` is not a unit (second, minute, hour or day)")]
+    NotAUnit(String),
+    #[error("a burst of 0 would refuse everything")]
+    ZeroBurst,
+}
+
 /// A token bucket: `count` uses per `period`, refilled evenly, up to `burst` at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
@@ -16,22 +31,22 @@ pub struct Rate {
 impl Rate {
     /// Reads `N/second`, `N/minute`, `N/hour` or `N/day` (also `s`, `m`, `h`, `d`); the burst is
     /// `burst`, or `N` itself when not given.
-    pub fn parse(text: &str, burst: Option<u32>) -> Result<Rate, String> {
-        let (count, unit) = text.split_once('/').ok_or_else(|| format!("`{text}` is not `N/unit`"))?;
-        let count: u32 = count.trim().parse().map_err(|_| format!("`{}` is not a whole number", count.trim()))?;
+    pub fn parse(text: &str, burst: Option<u32>) -> Result<Rate, RateError> {
+        let (count, unit) = text.split_once('/').ok_or_else(|| RateError::NotARate(text.to_owned()))?;
+        let count: u32 = count.trim().parse().map_err(|_| RateError::NotANumber(count.trim().to_owned()))?;
         if count == 0 {
-            return Err("a rate of 0 would refuse everything (leave the limit out instead, or deny the tool by policy)".to_owned());
+            return Err(RateError::Zero);
         }
         let period = match unit.trim() {
             "second" | "s" => Duration::from_secs(1),
             "minute" | "m" => Duration::from_secs(60),
             "hour" | "h" => Duration::from_secs(3600),
             "day" | "d" => Duration::from_secs(86_400),
-            other => return Err(format!("`{other}` is not a unit (second, minute, hour or day)")),
+            other => return Err(RateError::NotAUnit(other.to_owned())),
         };
         let burst = burst.unwrap_or(count);
         if burst == 0 {
-            return Err("a burst of 0 would refuse everything".to_owned());
+            return Err(RateError::ZeroBurst);
         }
         Ok(Rate { count, period, burst })
     }
