@@ -71,6 +71,18 @@ enum Command {
         /// Write the audit records to the log instead (target `audit`).
         #[arg(long, conflicts_with = "audit")]
         audit_log: bool,
+        /// Keep the plugins folder live: a plugin file added, replaced or removed, or a grant
+        /// changed, is served from the next request on (`events`: file-system events, falling
+        /// back to `poll`: reading the folder every 2 s). SIGHUP looks again in any mode.
+        #[arg(long, value_enum, value_name = "HOW", num_args = 0..=1, default_value_t = WatchArg::Events, default_missing_value = "events")]
+        watch: WatchArg,
+        /// Read the plugins folder only at start (and on SIGHUP).
+        #[arg(long, conflicts_with = "watch")]
+        no_watch: bool,
+        /// How long nothing may write to a plugin file before it is read (a copy still going on
+        /// restarts the wait).
+        #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
+        watch_settle: std::time::Duration,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -103,6 +115,24 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+}
+
+/// How the plugins folder is watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum WatchArg {
+    /// File-system events, falling back to polling where they are not available.
+    Events,
+    /// Read the folder every 2 s (for file systems without events, such as some network mounts).
+    Poll,
+}
+
+impl From<WatchArg> for crate::folder::watch::Watch {
+    fn from(arg: WatchArg) -> Self {
+        match arg {
+            WatchArg::Events => crate::folder::watch::Watch::Events,
+            WatchArg::Poll => crate::folder::watch::Watch::Poll,
+        }
+    }
 }
 
 /// The HTTP listener's options.
@@ -322,7 +352,8 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, audit, audit_log, http, common } => {
+        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, audit, audit_log, watch, no_watch, watch_settle, http, common } => {
+            let watch = if no_watch { crate::folder::watch::Watch::Off } else { watch.into() };
             let audit = match (audit, audit_log) {
                 (Some(path), _) => crate::audit::Audit::to_file(&path)?,
                 (None, true) => crate::audit::Audit::to_log(),
@@ -331,8 +362,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let budget = crate::budget::Budget::new(memory_budget.unwrap_or_else(crate::budget::Budget::for_machine));
             tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
             match http.http {
-                Some(addr) => serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, budget, audit).await,
-                None => serve(&plugins_dir, state_key_file.as_deref(), &common, budget, principal.as_deref(), audit).await,
+                Some(addr) => {
+                    serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, Serving { budget, audit, watch, settle: watch_settle }).await
+                }
+                None => {
+                    serve(&plugins_dir, state_key_file.as_deref(), &common, Serving { budget, audit, watch, settle: watch_settle }, principal.as_deref()).await
+                }
             }
         }
         Command::Inspect { file, common } => inspect(&file, &common).await,
@@ -341,56 +376,80 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Loads config and plugins the same way for every command; prints config problems.
+/// Config and plugins, loaded the same way for every command.
 struct Loaded {
     config: crate::config::Config,
-    report: crate::runtime::LoadReport,
+    /// Files not loaded, and why.
+    problems: Vec<crate::runtime::LoadProblem>,
+    /// What loaded, but not as configured.
+    warnings: Vec<String>,
+    plugins: Vec<crate::runtime::LoadedPlugin>,
     router: crate::router::Router,
     router_errors: Vec<crate::router::RouterError>,
+    /// The folder, to keep serving it live.
+    folder: Arc<crate::folder::Folder>,
 }
 
-/// The runtime for the plugins of `plugins_dir`: its pool sized to what they can run at once.
-fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir: &Path, host_descriptors: u64) -> Result<crate::runtime::Runtime> {
+/// The runtime for the plugins of `plugins_dir`: its pool sized to what they can run at once
+/// (for a live folder, with room for plugins added later and for versions being replaced).
+fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir: &Path, host_descriptors: u64, live: bool) -> Result<crate::runtime::Runtime> {
+    let wanted = crate::runtime::instances_for_folder(plugins_dir, config);
+    let max_instances = if live { wanted.saturating_mul(2).clamp(LIVE_INSTANCES, crate::runtime::MAX_INSTANCES) } else { wanted };
     let options = crate::runtime::RuntimeOptions {
         host_descriptors,
         cache_dir: common.cache_dir.clone(),
         max_memory: config.largest_memory_limit(),
-        max_instances: crate::runtime::instances_for_folder(plugins_dir, config),
+        max_instances,
         ..Default::default()
     };
     crate::runtime::Runtime::new(options).context("cannot start the WebAssembly runtime")
 }
 
-async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64) -> Result<Loaded> {
+/// The fewest instances the pool of a live folder holds: room for plugins added while serving.
+const LIVE_INSTANCES: u32 = 128;
+
+/// Loads the folder once (`live: None`), or to keep serving it live, reading a changed file
+/// once it has been left alone for the given time.
+async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64, live: Option<std::time::Duration>) -> Result<Loaded> {
     if !plugins_dir.is_dir() {
-        bail!("plugins folder `{}` does not exist (fix: create it and put `.wasm` plugins in it, or pass another folder)", plugins_dir.display());
+        bail!("{}", crate::folder::FolderError::Missing(plugins_dir.to_path_buf()));
     }
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config, plugins_dir, host_descriptors)?;
-    let report = crate::runtime::load_folder(&runtime, plugins_dir, &config).await;
-    let entries = report
-        .plugins
-        .iter()
-        .map(|loaded| {
-            crate::router::RouterEntry::new(
-                loaded.plugin.clone() as Arc<dyn crate::plugin::Plugin>,
-                crate::router::Prefix::from_grant(loaded.grant.expose_prefix.as_deref()),
-            )
-        })
-        .collect();
-    let (router, router_errors) = crate::router::Router::new(entries);
-    Ok(Loaded { config, report, router, router_errors })
+    let runtime = open_runtime(common, &config, plugins_dir, host_descriptors, live.is_some())?;
+    let folder = crate::folder::Folder::new(runtime, plugins_dir, common.config.as_deref());
+    let folder = Arc::new(match live {
+        Some(settle) => folder.with_settle(settle),
+        None => folder,
+    });
+    let look = folder.first().await?;
+    let router = look.router.context("the first look at the plugins folder made no router")?;
+    Ok(Loaded {
+        config: look.config,
+        problems: look.problems,
+        warnings: look.warnings,
+        plugins: look.loaded,
+        router,
+        router_errors: look.router_errors,
+        folder,
+    })
 }
 
-async fn serve(
-    plugins_dir: &Path,
-    state_key_file: Option<&Path>,
-    common: &CommonArgs,
+/// What every transport serves with: the memory budget, the audit trail, how the folder is watched.
+struct Serving {
     budget: Arc<crate::budget::Budget>,
-    principal: Option<&str>,
     audit: crate::audit::Audit,
-) -> Result<ExitCode> {
-    let server = load_server(plugins_dir, state_key_file, common, "stdio", budget, crate::runtime::RuntimeOptions::default().host_descriptors, audit).await?;
+    watch: crate::folder::watch::Watch,
+    /// How long a plugin file must be left alone before it is read.
+    settle: std::time::Duration,
+}
+
+async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, serving: Serving, principal: Option<&str>) -> Result<ExitCode> {
+    let watch = serving.watch;
+    let (server, folder) =
+        load_server(plugins_dir, state_key_file, common, "stdio", crate::runtime::RuntimeOptions::default().host_descriptors, serving).await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(crate::folder::watch::keep_live(folder, Arc::clone(&server), watch, stop.clone()));
+    let _stop_watching = stop.drop_guard();
     let name = principal.map(str::to_owned).or_else(|| std::env::var("USER").ok().filter(|user| !user.is_empty())).unwrap_or_else(|| "local".to_owned());
     let principal = crate::identity::Principal::local(&name);
     let audit = server.callers().audit.clone();
@@ -408,9 +467,9 @@ async fn serve_http(
     plugins_dir: &Path,
     state_key_file: Option<&Path>,
     common: &CommonArgs,
-    budget: Arc<crate::budget::Budget>,
-    audit: crate::audit::Audit,
+    setup: Serving,
 ) -> Result<ExitCode> {
+    let (budget, watch) = (Arc::clone(&setup.budget), setup.watch);
     use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions, PeerLimits};
     let mut tokens = match &args.tokens {
         Some(path) => BearerToken::list_from_file(path)?,
@@ -472,8 +531,11 @@ async fn serve_http(
     let serving = tokio::spawn(listener.run(stop.clone()));
     tokio::spawn(stop_on_signal(stop.clone()));
     let host_descriptors = crate::transport::http::host_descriptors(args.max_connections);
-    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", budget, host_descriptors, audit).await {
-        Ok(server) => server,
+    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", host_descriptors, setup).await {
+        Ok((server, folder)) => {
+            tokio::spawn(crate::folder::watch::keep_live(folder, Arc::clone(&server), watch, stop.clone()));
+            server
+        }
         Err(err) => {
             stop.cancel();
             let _ = serving.await;
@@ -548,11 +610,11 @@ async fn load_server(
     state_key_file: Option<&Path>,
     common: &CommonArgs,
     over: &str,
-    budget: Arc<crate::budget::Budget>,
     host_descriptors: u64,
-    audit: crate::audit::Audit,
-) -> Result<Arc<crate::session::ServerState>> {
-    let loaded = load(plugins_dir, common, host_descriptors).await?;
+    serving: Serving,
+) -> Result<(Arc<crate::session::ServerState>, Arc<crate::folder::Folder>)> {
+    let Serving { budget, audit, settle, .. } = serving;
+    let loaded = load(plugins_dir, common, host_descriptors, Some(settle)).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
         bail!("the configuration is invalid:\n{}", global.join("\n"));
@@ -560,7 +622,7 @@ async fn load_server(
     for problem in loaded.config.problems().iter().filter(|p| p.plugin.is_some() || p.severity == crate::config::Severity::Warning) {
         tracing::warn!("{problem}");
     }
-    for problem in &loaded.report.problems {
+    for problem in &loaded.problems {
         tracing::error!(
             plugin = problem_plugin(problem).map(crate::escape::Escaped).map(tracing::field::display),
             "plugin not loaded: {}",
@@ -587,7 +649,12 @@ async fn load_server(
     }
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
-    Ok(crate::session::ServerState::with_callers(router, state_key, budget, callers))
+    let server = crate::session::ServerState::with_callers(router, state_key, budget, callers);
+    let mut problems: Vec<crate::mcp::ServingProblem> =
+        loaded.problems.iter().map(|p| crate::mcp::ServingProblem { path: p.path.display().to_string(), reason: p.reason.clone() }).collect();
+    problems.extend(loaded.router_errors.iter().map(|e| crate::mcp::ServingProblem { path: plugins_dir.display().to_string(), reason: e.to_string() }));
+    server.set_problems(problems);
+    Ok((server, loaded.folder))
 }
 
 /// The exposed names of `kind` a router serves (a resource's URI, a template's URI template).
@@ -625,7 +692,7 @@ fn problem_plugin(problem: &crate::runtime::LoadProblem) -> Option<&str> {
 }
 
 async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
-    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, None).await?;
     let mut problems = 0usize;
     for problem in loaded.config.problems() {
         eprintln!("{problem}");
@@ -635,7 +702,7 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
     }
     // A plugin left out for a bad grant was reported above, key by key, with its grant file.
     let grant_files: Vec<&Path> = loaded.config.problems().iter().map(|p| p.file.as_path()).collect();
-    for problem in loaded.report.problems.iter().filter(|p| !grant_files.contains(&p.path.as_path())) {
+    for problem in loaded.problems.iter().filter(|p| !grant_files.contains(&p.path.as_path())) {
         eprintln!("{problem}");
         problems += 1;
     }
@@ -656,10 +723,10 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
         println!("{}", unmatched_rule(rule, pattern));
     }
     // Loaded, but not as configured: said here as well as in the log.
-    for warning in &loaded.report.warnings {
+    for warning in &loaded.warnings {
         println!("warning: {warning}");
     }
-    for plugin in &loaded.report.plugins {
+    for plugin in &loaded.plugins {
         for line in crate::inspect_report::secret_lines(&plugin.grant) {
             println!("plugin `{}`: secret {line}, read at load", plugin.id);
         }
@@ -675,7 +742,7 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
 async fn inspect(file: &Path, common: &CommonArgs) -> Result<ExitCode> {
     let plugins_dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config, plugins_dir, crate::runtime::RuntimeOptions::default().host_descriptors)?;
+    let runtime = open_runtime(common, &config, plugins_dir, crate::runtime::RuntimeOptions::default().host_descriptors, false)?;
     let inspection = crate::runtime::inspect(&runtime, file).await.map_err(|problem| anyhow::anyhow!("{problem}"))?;
     let id = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let grant = config.grant(&id).ok();
@@ -688,8 +755,8 @@ async fn call(plugins_dir: &Path, tool: &str, args: &str, common: &CommonArgs) -
     if !arguments.is_object() {
         bail!("--args must be a JSON object, for example '{{\"text\":\"hi\"}}'");
     }
-    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors).await?;
-    for problem in &loaded.report.problems {
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, None).await?;
+    for problem in &loaded.problems {
         tracing::warn!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
     }
     let cx = crate::plugin::CallContext::detached("cli");

@@ -10,6 +10,7 @@ pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod escape;
+pub mod folder;
 pub mod identity;
 pub mod input;
 pub mod inspect_report;

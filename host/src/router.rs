@@ -273,6 +273,18 @@ impl Router {
         })
     }
 
+    /// This router as the one after `previous`: the next generation, with the same page size.
+    pub fn succeeding(mut self, previous: &Router) -> Router {
+        self.generation = previous.generation + 1;
+        self.page_size = previous.page_size;
+        self
+    }
+
+    /// The entries this router was built from, served or not, in id order.
+    pub fn entries(&self) -> &[RouterEntry] {
+        &self.entries
+    }
+
     /// Which router this is: 1 at start, one more at each swap.
     pub fn generation(&self) -> u64 {
         self.generation

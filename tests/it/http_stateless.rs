@@ -4,31 +4,9 @@
 //! that shares the state key.
 
 use anyhow::Result;
-use paddock_tests::http::{EventReader, HttpHost, modern_meta};
+use paddock_tests::http::{EventReader, HttpHost, modern_meta, post_modern as post};
 use paddock_tests::{PluginDir, conformance_plugins};
 use serde_json::{Value, json};
-
-/// POSTs one 2026-07-28 request with matching headers (plus `extra` headers).
-async fn post(host: &HttpHost, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Result<reqwest::Response> {
-    if params.get("_meta").is_none() {
-        params["_meta"] = modern_meta(json!({"elicitation": {}, "sampling": {}}));
-    }
-    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert("accept", "application/json, text/event-stream".parse()?);
-    headers.insert("content-type", "application/json".parse()?);
-    headers.insert("mcp-protocol-version", "2026-07-28".parse()?);
-    headers.insert("mcp-method", method.parse()?);
-    if let Some(name) = name {
-        headers.insert("mcp-name", name.parse()?);
-    }
-    for (key, value) in extra {
-        headers.insert(reqwest::header::HeaderName::from_bytes(key.as_bytes())?, value.parse()?);
-    }
-    let request = reqwest::Client::new().post(host.url("/mcp")).headers(headers);
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    Ok(request.body(body.to_string()).send().await?)
-}
 
 async fn json_of(response: reqwest::Response) -> Result<Value> {
     Ok(serde_json::from_str(&response.text().await?)?)

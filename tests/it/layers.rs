@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["runtime"],
     &["router"],
     &["mcp"],
-    &["session"],
+    &["session", "folder"],
     &["transport"],
     &["inspect_report"],
     &["cli"],

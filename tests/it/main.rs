@@ -20,6 +20,7 @@ mod http_guard; // Host/Origin, bearer tokens, size and connection limits, grace
 mod http_sessions; // Streamable HTTP legacy sessions: statuses, GET stream, resumption, expiry, cap
 mod http_stateless; // Streamable HTTP 2026-07-28: headers, statuses, SSE, listen, cancel, replicas
 mod layers; // imports point down: a layer per host module, no circle inside a folder
+mod live_folder; // the live plugins folder: add, replace, remove, broken and slow files, grant changes, bursts, SIGHUP
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
 mod oauth; // OAuth 2.1 resource server: a real issuer, each attack beside its twin, every official client with a token
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors, page faults of a large call

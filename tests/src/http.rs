@@ -26,6 +26,29 @@ pub fn modern_meta(capabilities: Value) -> Value {
     })
 }
 
+/// POSTs one 2026-07-28 request (id 7) to `/mcp` with matching headers, plus `extra` headers;
+/// `params._meta` is filled in when missing.
+pub async fn post_modern(host: &HttpHost, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Result<reqwest::Response> {
+    if params.get("_meta").is_none() {
+        params["_meta"] = modern_meta(serde_json::json!({"elicitation": {}, "sampling": {}}));
+    }
+    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("accept", "application/json, text/event-stream".parse()?);
+    headers.insert("content-type", "application/json".parse()?);
+    headers.insert("mcp-protocol-version", "2026-07-28".parse()?);
+    headers.insert("mcp-method", method.parse()?);
+    if let Some(name) = name {
+        headers.insert("mcp-name", name.parse()?);
+    }
+    for (key, value) in extra {
+        headers.insert(reqwest::header::HeaderName::from_bytes(key.as_bytes())?, value.parse()?);
+    }
+    let request = reqwest::Client::new().post(host.url("/mcp")).headers(headers);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    Ok(request.body(body.to_string()).send().await?)
+}
+
 /// A running `paddock serve DIR --http 127.0.0.1:0`.
 #[derive(Debug)]
 pub struct HttpHost {

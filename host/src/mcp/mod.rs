@@ -42,7 +42,7 @@ pub use request::{ListMethod, Method, Request};
 pub use rounds::legacy_params;
 pub use scope::AskFailure;
 pub use scope::{Client, Scope};
-pub use state::{CallerPolicy, Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState, TASK_AFTER};
+pub use state::{CallerPolicy, Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState, ServingProblem, TASK_AFTER};
 pub use subscriptions::{Filter, MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID, acknowledgement, closing_result, lines_from};
 pub use task_calls::declares_extension;
 

@@ -3,6 +3,9 @@
 //! seals 2026-07-28 request states, the tasks, the memory budget, and the time limits of
 //! requests that wait (`ServerLimits`).
 //!
+//! A new router also comes from outside (a live plugins folder): `swap` plans it from the one
+//! serving, under the same lock, and clients hear of each list whose exposed definitions changed.
+//!
 //! A plugin announces a list change from inside one of its calls. The server then reads that
 //! plugin's lists again in a fresh instance, under the load-time validation, plans every plugin's
 //! names again, and swaps the router in one step; requests already running finish on the router
@@ -110,6 +113,16 @@ pub struct ServerState {
     pub(crate) callers: CallerPolicy,
     /// 2026-07-28 approvals already answered.
     pub(crate) approvals: super::spent::Spent,
+    /// Files of the plugins folder that are not served as they are on disk, and why.
+    problems: RwLock<Arc<[ServingProblem]>>,
+}
+
+/// A file the server does not serve as it is on disk (it failed to load, or its update was held
+/// or refused), and why; what it served before keeps serving.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ServingProblem {
+    pub path: String,
+    pub reason: String,
 }
 
 impl ServerState {
@@ -166,7 +179,41 @@ impl ServerState {
             budget,
             callers,
             approvals: super::spent::Spent::default(),
+            problems: RwLock::new(Arc::from(Vec::new())),
         })
+    }
+
+    /// Swaps in the router `plan` makes from the one serving, as the next generation, and tells
+    /// clients of every list whose exposed definitions changed. `plan` runs under the swap lock,
+    /// so a change made meanwhile (a plugin's announced lists) is never lost; `None` keeps the
+    /// router as it is. Requests already running finish on the router they started with.
+    /// Returns the generation now serving.
+    pub fn swap(&self, plan: impl FnOnce(&Arc<Router>) -> Option<Router>) -> u64 {
+        let (changed, generation) = {
+            let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+            let current = self.router();
+            let Some(next) = plan(&current) else { return current.generation() };
+            let next = next.succeeding(&current);
+            let changed: Vec<ListKind> = ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)).collect();
+            let generation = next.generation();
+            *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+            (changed, generation)
+        };
+        tracing::info!(generation, lists = ?changed, "serving a new generation of the plugins");
+        for kind in changed {
+            let _ = self.changes.send(Change::List(kind));
+        }
+        generation
+    }
+
+    /// Records the files not served as they are on disk (`/readyz` shows them).
+    pub fn set_problems(&self, problems: Vec<ServingProblem>) {
+        *self.problems.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(problems);
+    }
+
+    /// The files not served as they are on disk, and why.
+    pub fn problems(&self) -> Arc<[ServingProblem]> {
+        Arc::clone(&self.problems.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The router in use now. A request keeps the one it started with.
@@ -241,9 +288,11 @@ impl ServerState {
         }
     }
 
-    /// Reads `plugin`'s lists again and swaps in the router that serves them, then announces the
-    /// kinds the plugin named and any other kind whose exposed list differs.
-    async fn reload(&self, plugin: &str, kinds: BTreeSet<ListKind>) {
+    /// Reads `plugin`'s lists again and swaps in the router that serves them, then announces
+    /// each kind whose exposed list differs (the kinds the plugin named are only a hint: a list
+    /// read again unchanged is not announced). A plugin replaced meanwhile (a live folder) is
+    /// left alone: its lists are the new version's.
+    async fn reload(&self, plugin: &str, _kinds: BTreeSet<ListKind>) {
         let Some(entry) = self.router().served().iter().find(|e| e.plugin.id() == plugin).cloned() else { return };
         let catalog = match entry.plugin.reload_catalog().await {
             Ok(catalog) => catalog,
@@ -260,6 +309,10 @@ impl ServerState {
         let announced = {
             let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
             let current = self.router();
+            if !current.served().iter().any(|e| e.plugin.id() == plugin && Arc::ptr_eq(&e.plugin, &entry.plugin)) {
+                tracing::debug!(plugin, "lists read again for a version no longer served; ignored");
+                return;
+            }
             let next = match current.with_catalog(plugin, catalog) {
                 Ok(next) => next,
                 Err(error) => {
@@ -267,8 +320,10 @@ impl ServerState {
                     return;
                 }
             };
-            let mut announced = kinds;
-            announced.extend(ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)));
+            let announced: Vec<ListKind> = ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)).collect();
+            if announced.is_empty() {
+                return;
+            }
             *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
             announced
         };

@@ -30,7 +30,10 @@ pub use engine::SlotReset;
 pub use lift::catalog::{MAX_CATALOG_BYTES, MAX_ITEMS, MAX_META_BYTES, MAX_NAME, MAX_SCHEMA_BYTES, MAX_TEMPLATES_BYTES};
 pub use lift::json::MAX_JSON_DEPTH;
 pub use load::cache::{CacheOutcome, default_cache_dir};
-pub use load::folder::{Inspection, LoadProblem, LoadReport, LoadedPlugin, inspect, instances_for_folder, load_folder};
+pub use load::folder::{
+    Candidate, Inspection, LoadProblem, LoadReport, LoadedPlugin, candidate, inspect, instances_for_folder, load_candidates, load_folder, plugin_files,
+    plugin_id,
+};
 pub use load_error::LoadError;
 pub use sandbox::egress::{FixedResolver, Resolve, SystemResolver};
 pub use sandbox::prepared::SandboxError;
@@ -182,6 +185,7 @@ impl Runtime {
     /// catalog. The error is one line saying why, without the path.
     pub async fn load_plugin(&self, id: &str, path: &Path, grant: crate::policy::Grant) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
         let sandbox = sandbox::prepared::Sandbox::new(id, grant, self.services.clone())?;
-        load::folder::load_one(self, &load::compile::Compiles::new(), path, sandbox).await
+        let (plugin, cache, _) = load::folder::load_one(self, &load::compile::Compiles::new(), path, sandbox).await?;
+        Ok((plugin, cache))
     }
 }

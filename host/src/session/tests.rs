@@ -46,6 +46,8 @@ pub(crate) struct FakeState {
     extra_tools: std::sync::Mutex<Vec<String>>,
     /// Tools the plugin no longer declares when its lists are read again.
     withdrawn_tools: std::sync::Mutex<Vec<String>>,
+    /// Prompts the plugin declares when its lists are read again.
+    extra_prompts: std::sync::Mutex<Vec<String>>,
     /// Times the lists were read again.
     reloads: AtomicUsize,
     /// While set, reading the lists again waits for `reloads_released`.
@@ -162,6 +164,7 @@ impl Plugin for FakePlugin {
             catalog.tools.extend(self.state.extra_tools.lock().unwrap().iter().map(|name| tool(name)));
             let withdrawn = self.state.withdrawn_tools.lock().unwrap().clone();
             catalog.tools.retain(|tool| !withdrawn.contains(&tool.name));
+            catalog.prompts.extend(self.state.extra_prompts.lock().unwrap().iter().map(Prompt::new));
             Ok(catalog)
         })
     }

@@ -60,15 +60,16 @@ impl Compiles {
     }
 
     /// Reads, classifies and compiles (or loads from the cache) one file; a file whose content
-    /// another file of this load already has gets that component.
-    pub(crate) async fn component(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome), LoadError> {
+    /// another file of this load already has gets that component. With it comes the BLAKE3
+    /// digest of the content that was compiled.
+    pub(crate) async fn component(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
         self.asked.fetch_add(1, Ordering::Relaxed);
         let result = self.component_of(runtime, path).await;
         self.ready.fetch_add(1, Ordering::Relaxed);
         result
     }
 
-    async fn component_of(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome), LoadError> {
+    async fn component_of(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
         let (digest, identity) = blocking({
             let (cache, path) = (runtime.cache.clone(), path.to_path_buf());
             move || identify(cache.as_ref(), &path)
@@ -89,7 +90,8 @@ impl Compiles {
             // Not the content its record named: hashed again on the next start.
             cache.forget_digest(&identity);
         }
-        compiled.clone().map_err(LoadError::Shared)
+        let (component, cache) = compiled.clone().map_err(LoadError::Shared)?;
+        Ok((component, cache, digest))
     }
 
     /// Runs `work` (the load), showing progress on stderr every second once compiling has

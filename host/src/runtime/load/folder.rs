@@ -1,4 +1,5 @@
-//! Loading a plugins folder: every `*.wasm` (sorted), each with its grant from the config.
+//! Loading a plugins folder: every `*.wasm` (sorted), each with its grant from the config, or
+//! some of its files beside plugins already serving (`load_candidates`, for a live folder).
 //! A file that is not a component, targets another world, fails to compile or has a bad grant is
 //! reported with its path and reason while the others load. Plugins load concurrently; their
 //! files are compiled through `compile::Compiles` (each distinct content once, a few at a time).
@@ -36,6 +37,16 @@ pub struct LoadedPlugin {
     /// The grant (`grant.expose_prefix` is the router's naming choice).
     pub grant: Grant,
     pub cache: CacheOutcome,
+    /// The BLAKE3 digest of the content that was compiled.
+    pub digest: [u8; 32],
+}
+
+/// A plugin file to load, with the grant it is configured with.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub id: String,
+    pub path: PathBuf,
+    pub grant: Grant,
 }
 
 /// A file that did not load, and why.
@@ -76,7 +87,7 @@ pub struct Inspection {
 }
 
 /// The `*.wasm` files of a plugins folder, sorted by name.
-fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "wasm")).collect();
     files.sort();
@@ -84,7 +95,7 @@ fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// The plugin id a file is loaded as: its name without `.wasm`.
-fn plugin_id(path: &Path) -> String {
+pub fn plugin_id(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
@@ -103,30 +114,51 @@ pub fn instances_for_folder(dir: &Path, config: &Config) -> u32 {
 
 /// Loads every `*.wasm` in `dir` with its grant from `config`.
 pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> LoadReport {
-    let mut report = LoadReport::default();
     let files = match plugin_files(dir) {
         Ok(files) => files,
         Err(err) => {
+            let mut report = LoadReport::default();
             report.problems.push(LoadProblem { path: dir.to_path_buf(), reason: format!("cannot read the plugins folder: {err}") });
             return report;
         }
     };
-    let mut admitted = Vec::new();
+    let mut problems = Vec::new();
+    let mut candidates = Vec::new();
     for path in files {
-        let id = plugin_id(&path);
-        if !valid_id(&id) {
-            report.problems.push(LoadProblem { path, reason: format!("`{id}` is not a valid plugin id: rename the file to match ^[a-zA-Z0-9_-]{{1,64}}$") });
-            continue;
+        match candidate(config, path) {
+            Ok(candidate) => candidates.push(candidate),
+            Err(problem) => problems.push(problem),
         }
-        let grant = match config.grant(&id) {
-            Ok(grant) => grant,
-            Err(errors) => {
-                let file = errors.first().map(|e| e.file.clone()).unwrap_or_else(|| path.clone());
-                let keys: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.key, e.message)).collect();
-                report.problems.push(LoadProblem { path: file, reason: format!("plugin `{id}` not loaded, its grant is invalid: {}", keys.join("; ")) });
-                continue;
-            }
-        };
+    }
+    let mut report = load_candidates(runtime, dir, config, candidates, &[]).await;
+    problems.append(&mut report.problems);
+    report.problems = problems;
+    report
+}
+
+/// The file `path` as a plugin to load: its id and its grant from `config`, or why it cannot be.
+pub fn candidate(config: &Config, path: PathBuf) -> Result<Candidate, LoadProblem> {
+    let id = plugin_id(&path);
+    if !valid_id(&id) {
+        return Err(LoadProblem { path, reason: format!("`{id}` is not a valid plugin id: rename the file to match ^[a-zA-Z0-9_-]{{1,64}}$") });
+    }
+    match config.grant(&id) {
+        Ok(grant) => Ok(Candidate { id, path, grant }),
+        Err(errors) => {
+            let file = errors.first().map(|e| e.file.clone()).unwrap_or_else(|| path.clone());
+            let keys: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.key, e.message)).collect();
+            Err(LoadProblem { path: file, reason: format!("plugin `{id}` not loaded, its grant is invalid: {}", keys.join("; ")) })
+        }
+    }
+}
+
+/// Loads `candidates` beside the plugins already serving (`serving`: their ids and grants).
+/// A candidate whose file grants conflict with another's, a serving plugin's or the host's own
+/// files is refused; serving plugins are never refused here.
+pub async fn load_candidates(runtime: &Runtime, dir: &Path, config: &Config, candidates: Vec<Candidate>, serving: &[(&str, &Grant)]) -> LoadReport {
+    let mut report = LoadReport::default();
+    let mut admitted = Vec::new();
+    for Candidate { id, path, grant } in candidates {
         if let Err(err) = check_grant(runtime, &grant) {
             report.problems.push(LoadProblem { path, reason: err.to_string() });
             continue;
@@ -136,7 +168,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     // File grants are checked against each other and against the host's own files, then every
     // granted directory is opened (pinned) before any plugin code runs, so no plugin can race
     // another plugin's grant between the check and the open.
-    let refused = file_grant_conflicts(runtime, dir, config, &admitted);
+    let refused = file_grant_conflicts(runtime, dir, config, &admitted, serving);
     admitted.retain(|(id, path, _)| {
         let conflicts: Vec<&str> = refused.iter().filter(|c| &c.plugin == id).map(|c| c.message.as_str()).collect();
         if !conflicts.is_empty() {
@@ -177,14 +209,15 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
     report.components = compiles.built();
     for task in joined {
         match task {
-            Ok((id, path, grant, Ok((plugin, cache)))) => {
+            Ok((id, path, grant, Ok((plugin, cache, digest)))) => {
                 tracing::info!(plugin = %id, tools = plugin.catalog().tools.len(), ?cache, "plugin loaded");
-                report.plugins.push(LoadedPlugin { id, path, plugin: Arc::new(plugin), grant, cache });
+                report.plugins.push(LoadedPlugin { id, path, plugin: Arc::new(plugin), grant, cache, digest });
             }
             Ok((_, path, _, Err(err))) => report.problems.push(LoadProblem { path, reason: err.to_string() }),
             Err(err) => report.problems.push(LoadProblem { path: dir.to_path_buf(), reason: format!("loading a plugin failed: {err}") }),
         }
     }
+    report.plugins.sort_by(|a, b| a.id.cmp(&b.id));
     report
 }
 
@@ -192,7 +225,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
 pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadProblem> {
     let problem = |err: LoadError| LoadProblem { path: path.to_path_buf(), reason: err.to_string() };
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".to_owned());
-    let (component, _) = Compiles::new().component(runtime, path).await.map_err(problem)?;
+    let (component, _, _) = Compiles::new().component(runtime, path).await.map_err(problem)?;
     let ty = component.component_type();
     let engine = component.engine();
     let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
@@ -204,18 +237,24 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(crate) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
-    let (component, cache) = compiles.component(runtime, path).await?;
+pub(crate) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome, [u8; 32]), LoadError> {
+    let (component, cache, digest) = compiles.component(runtime, path).await?;
     check_world(&component)?;
     let pre = WasmPlugin::link(&runtime.linker, &component)?;
     let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone()).await?;
-    Ok((plugin, cache))
+    Ok((plugin, cache, digest))
 }
 
 /// Every file-grant conflict among the plugins about to load: overlapping grants where one is
 /// read-write, read-write grants over the plugins folder or a config file, any grant over the
 /// cache.
-fn file_grant_conflicts(runtime: &Runtime, dir: &Path, config: &Config, admitted: &[(String, PathBuf, Grant)]) -> Vec<policy::GrantConflict> {
+fn file_grant_conflicts(
+    runtime: &Runtime,
+    dir: &Path,
+    config: &Config,
+    admitted: &[(String, PathBuf, Grant)],
+    serving: &[(&str, &Grant)],
+) -> Vec<policy::GrantConflict> {
     let mut protected = Vec::new();
     if let Ok(folder) = dir.canonicalize() {
         protected.push(Protected::PluginsFolder(folder));
@@ -228,7 +267,7 @@ fn file_grant_conflicts(runtime: &Runtime, dir: &Path, config: &Config, admitted
     if let Some(cache) = runtime.cache_dir().and_then(|d| d.canonicalize().ok()) {
         protected.push(Protected::Cache(cache));
     }
-    for (_, _, grant) in admitted {
+    for grant in admitted.iter().map(|(_, _, grant)| grant).chain(serving.iter().map(|(_, grant)| *grant)) {
         for secret in &grant.secrets {
             if let policy::SecretSource::File(file) = &secret.source
                 && let Ok(file) = file.canonicalize()
@@ -237,8 +276,14 @@ fn file_grant_conflicts(runtime: &Runtime, dir: &Path, config: &Config, admitted
             }
         }
     }
-    let grants: Vec<GrantRef<'_>> = admitted.iter().flat_map(|(id, _, grant)| grant.files.iter().map(move |g| GrantRef { plugin: id, grant: g })).collect();
-    policy::check_file_grants(&grants, &protected)
+    let grants: Vec<GrantRef<'_>> = admitted
+        .iter()
+        .map(|(id, _, grant)| (id.as_str(), grant))
+        .chain(serving.iter().copied())
+        .flat_map(|(id, grant)| grant.files.iter().map(move |g| GrantRef { plugin: id, grant: g }))
+        .collect();
+    // Serving plugins were accepted when they loaded: only a candidate is refused here.
+    policy::check_file_grants(&grants, &protected).into_iter().filter(|c| admitted.iter().any(|(id, _, _)| *id == c.plugin)).collect()
 }
 
 /// Refuses grants the runtime cannot honour safely.

@@ -110,7 +110,7 @@ async fn a_request_keeps_the_router_it_started_with_through_every_round() {
 
 #[tokio::test(start_paused = true)]
 async fn a_listen_request_is_acknowledged_first_then_hears_only_what_it_asked_for_tagged_with_its_id() {
-    let (server, _state) = served();
+    let (server, state) = served();
     let mut listener = Harness::on(Arc::clone(&server));
     let mut trigger = Harness::on(Arc::clone(&server));
 
@@ -131,6 +131,8 @@ async fn a_listen_request_is_acknowledged_first_then_hears_only_what_it_asked_fo
         "the acknowledgement names what is honoured: not a URI nothing serves"
     );
 
+    // Only a list that really changed is announced: the plugin's lists grow before each notice.
+    state.extra_tools.lock().unwrap().push("fresh".into());
     let call = stateless_call(7, "fake_announce", r#"{"lists":["tools"],"updated":["fake://readme","fake://items/9"]}"#);
     assert_eq!(trigger.ask(&call).await["result"]["content"][0]["text"], "announced");
     let mut heard = [listener.recv().await, listener.recv().await];
@@ -144,6 +146,8 @@ async fn a_listen_request_is_acknowledged_first_then_hears_only_what_it_asked_fo
 
     // Cancelled: no reply, and nothing more on that subscription.
     listener.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"tools-and-readme"}}"#).await;
+    state.extra_tools.lock().unwrap().push("fresher".into());
+    state.extra_prompts.lock().unwrap().push("fresh_prompt".into());
     trigger.ask(&stateless_call(8, "fake_announce", r#"{"lists":["tools","prompts"]}"#)).await;
     let heard = listener.recv().await;
     assert_eq!(heard["method"], "notifications/prompts/list_changed");
@@ -240,6 +244,7 @@ async fn announcements_are_coalesced_and_a_failed_reread_keeps_the_lists() {
     h.initialize("2025-11-25").await;
     state.hold_reloads.store(true, Ordering::SeqCst);
     state.extra_tools.lock().unwrap().push("fresh".into());
+    state.extra_prompts.lock().unwrap().push("fresh_prompt".into());
     h.ask(&legacy_call(1, "fake_announce", r#"{"lists":["tools","prompts"],"times":50}"#)).await;
     state.hold_reloads.store(false, Ordering::SeqCst);
     state.reloads_released.notify_waiters();
@@ -326,4 +331,16 @@ async fn lists_and_discover_name_the_generation_that_answered() {
     let discovered = stateless.ask(&modern(5, "server/discover", "")).await;
     assert_eq!(generation(&discovered), Some(2), "{discovered}");
     assert!(discovered["result"]["_meta"].get("io.modelcontextprotocol/serverInfo").is_some(), "the envelope's own _meta is kept beside it: {discovered}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_notice_of_a_list_that_did_not_change_is_not_passed_on() {
+    let (server, state) = served();
+    let mut h = Harness::on(Arc::clone(&server));
+    h.initialize("2025-11-25").await;
+    h.ask(&legacy_call(1, "fake_announce", r#"{"lists":["tools","prompts","resources"]}"#)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(state.reloads.load(Ordering::SeqCst), 1, "the lists were read again");
+    assert!(h.nothing_more().await, "the lists read again are the same: nothing to announce");
+    assert_eq!(server.router().generation(), 1, "and no new generation");
 }

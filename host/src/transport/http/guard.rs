@@ -480,8 +480,10 @@ pub(super) async fn admit(shared: &Shared, request: &mut Request) -> Result<Prin
 /// health and metadata endpoints (which serve nobody), the principal is anonymous.
 async fn authenticate(shared: &Shared, headers: &HeaderMap, path: &str, peer: Option<SocketAddr>) -> Result<Principal, Response> {
     let access = &shared.options.access;
-    let open =
-        matches!(path, "/healthz" | "/readyz") || path.strip_prefix(super::resource::METADATA_PATH).is_some_and(|rest| rest.is_empty() || rest == "/mcp");
+    // `/readyz` is open for probes; its detail (file paths and why they failed) is not.
+    let open = path == "/healthz"
+        || (path == "/readyz" && !super::wants_detail(headers))
+        || path.strip_prefix(super::resource::METADATA_PATH).is_some_and(|rest| rest.is_empty() || rest == "/mcp");
     if (access.tokens.is_empty() && access.oauth.is_none()) || open {
         return Ok(Principal::anonymous());
     }

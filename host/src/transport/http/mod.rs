@@ -485,11 +485,38 @@ async fn guarded(path: &str, handler: impl std::future::Future<Output = axum::re
     }
 }
 
-async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
-    match shared.server() {
-        Ok(_) => plain(StatusCode::OK, "ready"),
-        Err(response) => response,
+/// `ready` once the plugins are loaded; asked for JSON (`Accept: application/json`), the detail:
+/// the generation serving, the plugins served, and every file not served as it is on disk with
+/// the reason (behind the bearer token when the listener has one).
+async fn readyz(State(shared): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> axum::response::Response {
+    let server = match shared.server() {
+        Ok(server) => server,
+        Err(_) if wants_detail(&headers) => {
+            let status = if shared.shutdown.is_cancelled() { "shutting down" } else { "loading" };
+            return json_reply(StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({ "status": status }).to_string());
+        }
+        Err(response) => return response,
+    };
+    if !wants_detail(&headers) {
+        return plain(StatusCode::OK, "ready");
     }
+    let router = server.router();
+    let plugins: Vec<&str> = router.served().iter().map(|e| e.plugin.id()).collect();
+    let detail = serde_json::json!({
+        "status": "ready",
+        "generation": router.generation(),
+        "plugins": plugins,
+        "problems": &*server.problems(),
+    });
+    json_reply(StatusCode::OK, detail.to_string())
+}
+
+/// Whether a request asks for JSON (the detail of `/readyz`).
+pub(crate) fn wants_detail(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|accept| accept.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")))
 }
 
 /// The media types a client accepts (no `Accept` header takes either).
