@@ -1,4 +1,4 @@
-//! The command line: `serve`, `inspect`, `check` and `call`, wired from config to runtime to
+//! The command line: `serve`, `inspect`, `check`, `lock` and `call`, wired from config to runtime to
 //! router to transport. Errors reach the user as one line each with the fix; exit codes are
 //! 0 (success), 1 (a check found problems, or a called tool reported an error) and 2 (usage,
 //! configuration or startup error).
@@ -79,6 +79,10 @@ enum Command {
         /// Read the plugins folder only at start (and on SIGHUP).
         #[arg(long, conflicts_with = "watch")]
         no_watch: bool,
+        /// Load only plugin files whose SHA-256 `paddock.lock` pins (`paddock lock` writes it); a
+        /// file that is not pinned is refused, and the version serving keeps serving.
+        #[arg(long)]
+        locked: bool,
         /// How long nothing may write to a plugin file before it is read (a copy still going on
         /// restarts the wait).
         #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
@@ -100,6 +104,19 @@ enum Command {
         /// Folder of `*.wasm` plugins.
         #[arg(default_value = "plugins")]
         plugins_dir: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Record in `paddock.lock` the SHA-256 of every plugin file in a folder and of each tool,
+    /// prompt, resource and template definition it exposes; a running server picks it up.
+    Lock {
+        /// Folder of `*.wasm` plugins (the lock is written there).
+        #[arg(default_value = "plugins")]
+        plugins_dir: PathBuf,
+        /// Record only this plugin (repeatable), keeping the rest of the lock: accepts a held
+        /// update, and lets a `--locked` server load a reviewed file.
+        #[arg(long, value_name = "PLUGIN")]
+        accept: Vec<String>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -352,7 +369,7 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, audit, audit_log, watch, no_watch, watch_settle, http, common } => {
+        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, audit, audit_log, watch, no_watch, locked, watch_settle, http, common } => {
             let watch = if no_watch { crate::folder::watch::Watch::Off } else { watch.into() };
             let audit = match (audit, audit_log) {
                 (Some(path), _) => crate::audit::Audit::to_file(&path)?,
@@ -363,15 +380,24 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
             match http.http {
                 Some(addr) => {
-                    serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, Serving { budget, audit, watch, settle: watch_settle }).await
+                    serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, Serving { budget, audit, watch, settle: watch_settle, locked })
+                        .await
                 }
                 None => {
-                    serve(&plugins_dir, state_key_file.as_deref(), &common, Serving { budget, audit, watch, settle: watch_settle }, principal.as_deref()).await
+                    serve(
+                        &plugins_dir,
+                        state_key_file.as_deref(),
+                        &common,
+                        Serving { budget, audit, watch, settle: watch_settle, locked },
+                        principal.as_deref(),
+                    )
+                    .await
                 }
             }
         }
         Command::Inspect { file, common } => inspect(&file, &common).await,
         Command::Check { plugins_dir, common } => check(&plugins_dir, &common).await,
+        Command::Lock { plugins_dir, accept, common } => lock(&plugins_dir, &accept, &common).await,
         Command::Call { plugins_dir, tool, args, common } => call(&plugins_dir, &tool, &args, &common).await,
     }
 }
@@ -408,18 +434,30 @@ fn open_runtime(common: &CommonArgs, config: &crate::config::Config, plugins_dir
 /// The fewest instances the pool of a live folder holds: room for plugins added while serving.
 const LIVE_INSTANCES: u32 = 128;
 
-/// Loads the folder once (`live: None`), or to keep serving it live, reading a changed file
-/// once it has been left alone for the given time.
-async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64, live: Option<std::time::Duration>) -> Result<Loaded> {
+/// How a folder is loaded.
+#[derive(Debug, Clone, Copy)]
+enum Load {
+    /// Once, as it is (`check`, `call`).
+    Once,
+    /// Once, ignoring the lock (`lock` writes a new one).
+    ForLock,
+    /// To keep serving it live, reading a changed file once it has been left alone for
+    /// `settle`; `locked` loads only files the lock pins.
+    Live { settle: std::time::Duration, locked: bool },
+}
+
+async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64, how: Load) -> Result<Loaded> {
     if !plugins_dir.is_dir() {
         bail!("{}", crate::folder::FolderError::Missing(plugins_dir.to_path_buf()));
     }
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
-    let runtime = open_runtime(common, &config, plugins_dir, host_descriptors, live.is_some())?;
+    let runtime = open_runtime(common, &config, plugins_dir, host_descriptors, matches!(how, Load::Live { .. }))?;
     let folder = crate::folder::Folder::new(runtime, plugins_dir, common.config.as_deref());
-    let folder = Arc::new(match live {
-        Some(settle) => folder.with_settle(settle),
-        None => folder,
+    let folder = Arc::new(match how {
+        Load::Once => folder,
+        Load::ForLock => folder.ignoring_lock(),
+        Load::Live { settle, locked: false } => folder.with_settle(settle),
+        Load::Live { settle, locked: true } => folder.with_settle(settle).locked(),
     });
     let look = folder.first().await?;
     let router = look.router.context("the first look at the plugins folder made no router")?;
@@ -441,6 +479,8 @@ struct Serving {
     watch: crate::folder::watch::Watch,
     /// How long a plugin file must be left alone before it is read.
     settle: std::time::Duration,
+    /// Only files `paddock.lock` pins are loaded.
+    locked: bool,
 }
 
 async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, serving: Serving, principal: Option<&str>) -> Result<ExitCode> {
@@ -613,8 +653,8 @@ async fn load_server(
     host_descriptors: u64,
     serving: Serving,
 ) -> Result<(Arc<crate::session::ServerState>, Arc<crate::folder::Folder>)> {
-    let Serving { budget, audit, settle, .. } = serving;
-    let loaded = load(plugins_dir, common, host_descriptors, Some(settle)).await?;
+    let Serving { budget, audit, settle, locked, .. } = serving;
+    let loaded = load(plugins_dir, common, host_descriptors, Load::Live { settle, locked }).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
         bail!("the configuration is invalid:\n{}", global.join("\n"));
@@ -692,7 +732,7 @@ fn problem_plugin(problem: &crate::runtime::LoadProblem) -> Option<&str> {
 }
 
 async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
-    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, None).await?;
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::Once).await?;
     let mut problems = 0usize;
     for problem in loaded.config.problems() {
         eprintln!("{problem}");
@@ -739,6 +779,43 @@ async fn check(plugins_dir: &Path, common: &CommonArgs) -> Result<ExitCode> {
     }
 }
 
+/// Writes `paddock.lock` for the folder as it is now: every plugin served, or only `accept`
+/// (keeping the rest of the lock).
+async fn lock(plugins_dir: &Path, accept: &[String], common: &CommonArgs) -> Result<ExitCode> {
+    use crate::folder::{Lock, Locked};
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::ForLock).await?;
+    let path = loaded.folder.lock_file();
+    let mut lock = if accept.is_empty() { Lock::new() } else { Lock::read(&path)?.unwrap_or_else(Lock::new) };
+    let served: Vec<&str> = loaded.router.served().iter().map(|e| e.plugin.id()).collect();
+    for id in accept {
+        if !served.contains(&id.as_str()) {
+            let why: Vec<String> = loaded
+                .problems
+                .iter()
+                .filter(|p| crate::runtime::plugin_id(&p.path) == *id || p.reason.contains(&format!("`{id}`")))
+                .map(ToString::to_string)
+                .collect();
+            bail!(
+                "plugin `{id}` is not served from {}, so there is nothing to accept{}",
+                plugins_dir.display(),
+                if why.is_empty() { String::new() } else { format!(": {}", why.join("; ")) }
+            );
+        }
+    }
+    let mut recorded = 0usize;
+    for plugin in loaded.plugins.iter().filter(|p| served.contains(&p.id.as_str()) && (accept.is_empty() || accept.contains(&p.id))) {
+        let digest = crate::folder::lock::file_digest(&plugin.path).with_context(|| format!("cannot read {}", plugin.path.display()))?;
+        lock.plugins.insert(plugin.id.clone(), Locked::of(&loaded.router, &plugin.id, &digest));
+        recorded += 1;
+    }
+    for problem in &loaded.problems {
+        eprintln!("{problem}");
+    }
+    lock.write(&path)?;
+    println!("{}: {recorded} plugin(s) recorded, {} in all", path.display(), lock.plugins.len());
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn inspect(file: &Path, common: &CommonArgs) -> Result<ExitCode> {
     let plugins_dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let config = crate::config::Config::load(plugins_dir, common.config.as_deref());
@@ -755,7 +832,7 @@ async fn call(plugins_dir: &Path, tool: &str, args: &str, common: &CommonArgs) -
     if !arguments.is_object() {
         bail!("--args must be a JSON object, for example '{{\"text\":\"hi\"}}'");
     }
-    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, None).await?;
+    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::Once).await?;
     for problem in &loaded.problems {
         tracing::warn!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
     }

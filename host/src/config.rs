@@ -72,6 +72,10 @@ impl fmt::Display for ConfigError {
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     grants: BTreeMap<String, Grant>,
+    /// Per plugin, how an update that changes its definitions is taken (`drift`).
+    drifts: BTreeMap<String, crate::policy::DriftPolicy>,
+    /// `drift` at the top of the main file: the policy of plugins that set none.
+    default_drift: crate::policy::DriftPolicy,
     access: AccessRules,
     rates: RateRules,
     problems: Vec<ConfigError>,
@@ -113,6 +117,12 @@ impl Config {
     pub fn grant(&self, id: &str) -> Result<Grant, Vec<ConfigError>> {
         let errors: Vec<ConfigError> = self.problems.iter().filter(|p| p.severity == Severity::Error && p.plugin.as_deref() == Some(id)).cloned().collect();
         if errors.is_empty() { Ok(self.grants.get(id).cloned().unwrap_or_default()) } else { Err(errors) }
+    }
+
+    /// How an update of plugin `id` that changes its definitions is taken: its `drift`, else the
+    /// main file's, else `warn`.
+    pub fn drift(&self, id: &str) -> crate::policy::DriftPolicy {
+        self.drifts.get(id).copied().unwrap_or(self.default_drift)
     }
 
     /// Who may see and use which tools, resources and prompts (`[access]`).
@@ -175,6 +185,8 @@ struct Loader {
     files: Vec<PathBuf>,
     /// `[auth]`, and the file it came from.
     auth: Option<(PathBuf, toml::Value)>,
+    /// Top-level `drift`.
+    default_drift: crate::policy::DriftPolicy,
 }
 
 impl Loader {
@@ -195,13 +207,20 @@ impl Loader {
                     self.rates = callers::rates(file, value, &mut self.problems);
                     continue;
                 }
+                "drift" => {
+                    match drift_policy(&value) {
+                        Ok(policy) => self.default_drift = policy,
+                        Err(message) => self.problems.push(error(file, "drift", None, &message, DRIFT_FIX)),
+                    }
+                    continue;
+                }
                 _ => {
                     self.problems.push(error(
                         file,
                         &key,
                         None,
                         "unknown top-level key",
-                        "put plugin settings under `[plugins.<id>]`, OAuth settings under `[auth]`, caller policy under `[access]` and `[rates]`",
+                        "put plugin settings under `[plugins.<id>]`, OAuth settings under `[auth]`, caller policy under `[access]` and `[rates]`, and the default `drift` at the top",
                     ));
                     continue;
                 }
@@ -274,11 +293,21 @@ impl Loader {
 
     fn finish(mut self) -> Config {
         let mut grants = BTreeMap::new();
+        let mut drifts = BTreeMap::new();
         for (id, keys) in std::mem::take(&mut self.tables) {
             let mut grant = Grant::default();
             for (key, (file, value)) in keys {
                 let prefix =
                     if file.file_name().is_some_and(|n| n == MAIN_FILE) || !is_side_file(&file, &id) { format!("plugins.{id}.{key}") } else { key.clone() };
+                if key == "drift" {
+                    match drift_policy(&value) {
+                        Ok(policy) => {
+                            drifts.insert(id.clone(), policy);
+                        }
+                        Err(message) => self.problems.push(error(&file, &prefix, Some(&id), &message, DRIFT_FIX)),
+                    }
+                    continue;
+                }
                 let mut ctx = context::Ctx { file: &file, plugin: &id, problems: &mut self.problems };
                 values::apply(&mut ctx, &mut grant, &key, &prefix, value);
             }
@@ -298,7 +327,27 @@ impl Loader {
                 self.problems.push(error(&file, &key, None, &problem.message, &problem.fix));
             }
         }
-        Config { grants, access: self.access, rates: self.rates, problems: self.problems, files: self.files, auth: draft }
+        Config {
+            grants,
+            drifts,
+            default_drift: self.default_drift,
+            access: self.access,
+            rates: self.rates,
+            problems: self.problems,
+            files: self.files,
+            auth: draft,
+        }
+    }
+}
+
+/// How to write a `drift` value.
+const DRIFT_FIX: &str = "write `drift = \"allow\"`, `\"warn\"`, `\"hold\"` or `\"block\"`";
+
+/// A `drift` value, or the problem with it.
+fn drift_policy(value: &toml::Value) -> Result<crate::policy::DriftPolicy, String> {
+    match value {
+        toml::Value::String(text) => text.parse().map_err(|e: crate::policy::DriftPolicyError| e.to_string()),
+        _ => Err("must be a string".to_owned()),
     }
 }
 

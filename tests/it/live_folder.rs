@@ -330,3 +330,41 @@ async fn five_hundred_reloads_keep_memory_descriptors_and_instance_slots_flat() 
     assert!(rss_now <= rss_then + 16 * 1024, "resident memory grew from {rss_then} KiB to {rss_now} KiB over 400 reloads");
     Ok(())
 }
+
+/// The Python client's summary of `py/e2e_live.py` against `target`, or `None` when the client
+/// is not installed (outside CI).
+async fn python_live(target: &std::ffi::OsStr, plugins: &PluginDir, mode: &str) -> Option<Value> {
+    let python = paddock_tests::installed_client("PADDOCK_TEST_PYTHON", "the Python client")?;
+    let new = plugins.path().parent().context("temp").ok()?.join(format!("new-{}.wasm", std::process::id()));
+    std::fs::write(&new, versioned(1)).ok()?;
+    let args = [target, plugins.path().as_os_str(), std::ffi::OsStr::new(mode), new.as_os_str()];
+    let summary = paddock_tests::run_client_script(&python, "py/e2e_live.py", &args, String::new).await;
+    let _ = std::fs::remove_file(&new);
+    Some(summary)
+}
+
+fn assert_live_summary(summary: &Value, mode: &str) {
+    assert_eq!(summary["answer"], "v000001", "{mode}: {summary}");
+    assert_eq!((summary["listed"].clone(), summary["listed_after_removal"].clone()), (json!(true), json!(false)), "{mode}: {summary}");
+    assert_eq!(summary["heard"], json!(["tools_list_changed", "tools_list_changed"]), "{mode}: heard on drop and on removal: {summary}");
+    assert!(summary["gone_error"].as_str().is_some_and(|e| e.contains("unknown tool")), "{mode}: {summary}");
+    assert!(summary["seconds"].as_f64().is_some_and(|s| s < 2.0), "{mode}: {summary}");
+}
+
+#[tokio::test]
+async fn the_python_client_hears_a_plugin_dropped_and_removed_over_stdio_and_http_in_both_eras() -> Result<()> {
+    warm_cache(&[1]).await?;
+    for mode in ["legacy", "2026-07-28"] {
+        let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+        let target = std::ffi::OsString::from(format!("stdio:{}", paddock_tests::paddock_bin().display()));
+        let Some(summary) = python_live(&target, &plugins, mode).await else { return Ok(()) };
+        assert_live_summary(&summary, &format!("stdio {mode}"));
+
+        let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+        let host = HttpHost::start(plugins.path(), &[]).await?;
+        let target = std::ffi::OsString::from(format!("http:{}", host.url("")));
+        let summary = python_live(&target, &plugins, mode).await.context("the client ran once")?;
+        assert_live_summary(&summary, &format!("http {mode}"));
+    }
+    Ok(())
+}

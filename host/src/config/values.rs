@@ -9,7 +9,7 @@ use toml::Value;
 use super::context::Ctx;
 use crate::policy::{EgressRules, FsGrant, FsMode, Grant, Limits};
 
-const KNOWN_KEYS: &str = "files, env, network, secrets, limits, expose";
+const KNOWN_KEYS: &str = "files, env, network, secrets, limits, expose, drift";
 
 /// Applies one key of a plugin's table to `grant`; `path` is the key as shown in messages.
 pub(super) fn apply(cx: &mut Ctx<'_>, grant: &mut Grant, key: &str, path: &str, value: Value) {

@@ -15,12 +15,20 @@
 //! - A failure is reported once, with the path and the reason, and stays visible (`problems`)
 //!   until the file changes; it is not tried again while it stays the same.
 //!
+//! - `paddock.lock` (`lock`) pins files (`--locked`: a file whose SHA-256 is not the locked one
+//!   is not loaded) and definitions: an update whose exposed definitions differ from the lock's
+//!   (or, without a lock entry, from the version serving) is drift, taken as the plugin's
+//!   `drift` policy says: allowed, warned about with a readable diff, held until accepted into
+//!   the lock, or blocked. Drift is never silent.
+//!
 //! `watch` decides when to look: file-system events, a polling fallback, SIGHUP.
 
 mod files;
+pub mod lock;
 pub mod watch;
 
 pub use files::Untrusted;
+pub use lock::{LOCK_FILE, Lock, LockError, Locked};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -30,7 +38,8 @@ use std::time::{Duration, SystemTime};
 use crate::config::Config;
 use crate::mcp::{ServerState, ServingProblem};
 use crate::plugin::Plugin;
-use crate::policy::Grant;
+use crate::policy::{DriftPolicy, Grant};
+use crate::router::definitions::Definitions;
 use crate::router::{Prefix, Router, RouterEntry, RouterError};
 use crate::runtime::{Candidate, LoadProblem, LoadedPlugin, Runtime, WasmPlugin};
 use files::Stamp;
@@ -56,9 +65,11 @@ struct Version {
 struct Failure {
     stamp: Stamp,
     grant: Grant,
+    drift: DriftPolicy,
     reason: String,
-    /// Refused by the router (a collision): tried again when another plugin comes or goes.
-    by_router: bool,
+    /// Refused for what other plugins or the lock hold (a collision, drift, a digest not
+    /// locked): tried again when a plugin comes or goes or the lock changes.
+    soft: bool,
 }
 
 /// What the folder held at the last look.
@@ -71,6 +82,9 @@ struct State {
     config: Option<Config>,
     /// Problems already logged, so each is logged once.
     reported: BTreeSet<String>,
+    /// The last good `paddock.lock`, and the stamp of the file it was read from.
+    lock: Option<Lock>,
+    lock_stamp: Option<Stamp>,
 }
 
 /// What one look at the folder found.
@@ -106,6 +120,10 @@ pub struct Folder {
     dir: PathBuf,
     config_file: Option<PathBuf>,
     settle: Duration,
+    /// Only files whose SHA-256 the lock pins are loaded.
+    locked: bool,
+    /// Whether `paddock.lock` is read at all (`paddock lock` itself ignores the old one).
+    use_lock: bool,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -117,6 +135,8 @@ impl Folder {
             dir: dir.to_path_buf(),
             config_file: config_file.map(Path::to_path_buf),
             settle: SETTLE,
+            locked: false,
+            use_lock: true,
             state: tokio::sync::Mutex::new(State::default()),
         }
     }
@@ -126,6 +146,23 @@ impl Folder {
     pub fn with_settle(mut self, settle: Duration) -> Folder {
         self.settle = settle;
         self
+    }
+
+    /// Loads only files whose SHA-256 `paddock.lock` pins (`--locked`).
+    pub fn locked(mut self) -> Folder {
+        self.locked = true;
+        self
+    }
+
+    /// Does not read `paddock.lock` (for writing a new one).
+    pub fn ignoring_lock(mut self) -> Folder {
+        self.use_lock = false;
+        self
+    }
+
+    /// The lock's path.
+    pub fn lock_file(&self) -> PathBuf {
+        self.dir.join(LOCK_FILE)
     }
 
     /// The folder served.
@@ -201,6 +238,9 @@ impl Folder {
             state.config = Some(config.clone());
             config
         };
+        if self.use_lock {
+            self.read_lock(state, &mut look);
+        }
         let folder_ok = match std::fs::metadata(&self.dir) {
             Ok(metadata) => files::trusted(&self.dir, &metadata).map_err(|e| format!("the plugins folder is not loaded from: {e}")),
             Err(err) => Err(format!("cannot read the plugins folder: {err}")),
@@ -241,12 +281,20 @@ impl Folder {
             if state.serving.get(&candidate.id).is_some_and(|v| v.stamp == stamp && v.grant == candidate.grant) {
                 continue;
             }
-            if let Some(failure) = state.failed.get(&path).filter(|f| f.stamp == stamp && f.grant == candidate.grant) {
+            let drift = config.drift(&candidate.id);
+            if let Some(failure) = state.failed.get(&path).filter(|f| f.stamp == stamp && f.grant == candidate.grant && f.drift == drift) {
                 look.problems.push(LoadProblem { path, reason: failure.reason.clone() });
                 continue;
             }
             if let Some(wait) = files::unsettled(&metadata, now, settle) {
                 look.again_after = Some(look.again_after.map_or(wait, |w| w.min(wait)));
+                continue;
+            }
+            if self.locked
+                && let Err(reason) = self.pinned(state, &candidate)
+            {
+                state.failed.insert(path.clone(), Failure { stamp, grant: candidate.grant.clone(), drift, reason: reason.clone(), soft: true });
+                look.problems.push(LoadProblem { path, reason });
                 continue;
             }
             wanted.push((candidate, stamp));
@@ -275,7 +323,8 @@ impl Folder {
                 continue;
             };
             if still(&problem.path, stamp) {
-                state.failed.insert(problem.path.clone(), Failure { stamp: *stamp, grant: grant.clone(), reason: problem.reason.clone(), by_router: false });
+                let drift = config.drift(&crate::runtime::plugin_id(&problem.path));
+                state.failed.insert(problem.path.clone(), Failure { stamp: *stamp, grant: grant.clone(), drift, reason: problem.reason.clone(), soft: false });
                 look.problems.push(problem);
             } else {
                 // Written to while it was read: looked at again once it settles.
@@ -299,10 +348,54 @@ impl Folder {
                 continue;
             }
             look.loaded.push(loaded.clone());
-            updates.push(Update { loaded, stamp: *stamp, grant: grant.clone() });
+            let drift = config.drift(&loaded.id);
+            updates.push(Update { loaded, stamp: *stamp, grant: grant.clone(), drift });
         }
         look.config = config;
         (look, updates)
+    }
+}
+
+impl Folder {
+    /// Reads `paddock.lock` again when its file changed; a lock that cannot be read, or that
+    /// another user could have written, keeps the last good one. A changed lock lets refusals
+    /// that depended on it be tried again.
+    fn read_lock(&self, state: &mut State, look: &mut Look) {
+        let path = self.lock_file();
+        let metadata = std::fs::metadata(&path).ok();
+        let stamp = metadata.as_ref().map(Stamp::of);
+        if stamp == state.lock_stamp {
+            return;
+        }
+        state.lock_stamp = stamp;
+        state.failed.retain(|_, f| !f.soft);
+        let read = match &metadata {
+            Some(metadata) => files::trusted(&path, metadata).map_err(|e| format!("not read: {e}")).and_then(|()| Lock::read(&path).map_err(|e| e.to_string())),
+            None => Ok(None),
+        };
+        match read {
+            Ok(lock) => state.lock = lock,
+            Err(reason) => {
+                // Looked at again once it changes; until then the last good lock stands.
+                look.problems.push(LoadProblem { path, reason: format!("{reason}; the last good lock stands") });
+                state.lock_stamp = None;
+            }
+        }
+    }
+
+    /// Whether the lock pins the candidate's file, by its SHA-256.
+    fn pinned(&self, state: &State, candidate: &Candidate) -> Result<(), String> {
+        let id = &candidate.id;
+        let fix = format!("review it, then `paddock lock --accept {id}`");
+        let Some(locked) = state.lock.as_ref().and_then(|lock| lock.get(id)) else {
+            return Err(format!("not loaded: `{id}` is not in {LOCK_FILE} and the folder is served --locked (fix: {fix})"));
+        };
+        let digest = lock::file_digest(&candidate.path).map_err(|e| format!("cannot be read: {e}"))?;
+        if locked.pins_file(&digest) {
+            Ok(())
+        } else {
+            Err(format!("not loaded: its SHA-256 is {digest}, not the one {LOCK_FILE} pins, and the folder is served --locked (fix: {fix})"))
+        }
     }
 }
 
@@ -313,6 +406,8 @@ struct Update {
     stamp: Stamp,
     /// The grant as configured.
     grant: Grant,
+    /// How a change of its definitions is taken.
+    drift: DriftPolicy,
 }
 
 /// The router serving the kept versions and the updates, planned from `current` (whose entries
@@ -326,7 +421,8 @@ fn plan(state: &mut State, current: Option<&Arc<Router>>, updates: &[Update], lo
             .unwrap_or_else(|| RouterEntry::new(Arc::clone(&version.plugin) as Arc<dyn Plugin>, Prefix::from_grant(version.grant.expose_prefix.as_deref())))
     };
     let mut accepted: BTreeMap<&str, &Update> = updates.iter().map(|u| (u.loaded.id.as_str(), u)).collect();
-    let mut refused: Vec<(&Update, RouterError)> = Vec::new();
+    let mut refused: Vec<(&Update, String)> = Vec::new();
+    let mut errors_out = Vec::new();
     let router = loop {
         let mut entries: Vec<RouterEntry> = state.serving.iter().filter(|(id, _)| !accepted.contains_key(id.as_str())).map(|(_, v)| entry_of(v)).collect();
         entries.extend(
@@ -336,12 +432,33 @@ fn plan(state: &mut State, current: Option<&Arc<Router>>, updates: &[Update], lo
         );
         let (router, errors) = Router::new(entries);
         let blamed: Vec<(&str, RouterError)> = errors.into_iter().filter_map(|e| blame(&e, &accepted).map(|id| (id, e))).collect();
+        let mut held = Vec::new();
         if blamed.is_empty() {
-            break router;
+            for (id, update) in &accepted {
+                let lines = drifted(state.lock.as_ref(), current.map(|r| &**r), &router, id, update.drift);
+                if !lines.is_empty() && matches!(update.drift, DriftPolicy::Hold | DriftPolicy::Block) {
+                    held.push((*id, take_drift(id, update.drift, &lines).unwrap_or_default()));
+                }
+            }
+            if held.is_empty() {
+                for (id, update) in &accepted {
+                    let lines = drifted(state.lock.as_ref(), current.map(|r| &**r), &router, id, update.drift);
+                    if !lines.is_empty() {
+                        take_drift(id, update.drift, &lines);
+                    }
+                }
+                break router;
+            }
         }
         for (id, error) in blamed {
             if let Some(update) = accepted.remove(id) {
-                refused.push((update, error));
+                refused.push((update, error.to_string()));
+                errors_out.push(error);
+            }
+        }
+        for (id, reason) in held {
+            if let Some(update) = accepted.remove(id) {
+                refused.push((update, reason));
             }
         }
     };
@@ -357,16 +474,64 @@ fn plan(state: &mut State, current: Option<&Arc<Router>>, updates: &[Update], lo
     }
     if changed {
         // Whom an earlier refused update collided with may have gone: it is tried again.
-        state.failed.retain(|_, f| !f.by_router);
+        state.failed.retain(|_, f| !f.soft);
     }
-    let mut errors = Vec::new();
-    for (update, error) in refused {
-        let reason = error.to_string();
+    for (update, reason) in refused {
         look.problems.push(LoadProblem { path: update.loaded.path.clone(), reason: reason.clone() });
-        state.failed.insert(update.loaded.path.clone(), Failure { stamp: update.stamp, grant: update.grant.clone(), reason, by_router: true });
-        errors.push(error);
+        let failure = Failure { stamp: update.stamp, grant: update.grant.clone(), drift: update.drift, reason, soft: true };
+        state.failed.insert(update.loaded.path.clone(), failure);
     }
-    (changed.then_some(router), errors)
+    (changed.then_some(router), errors_out)
+}
+
+/// What changed in the definitions of the update of `id` that `router` serves, one readable
+/// line each (empty when nothing did). Drift is measured against the lock's entry for it, or
+/// without one against the version serving; `block` always measures against the version
+/// serving. The lines come from the version serving when it shows the change (old and new
+/// values), else from the lock (which keeps digests only).
+fn drifted(lock: Option<&Lock>, current: Option<&Router>, router: &Router, id: &str, policy: DriftPolicy) -> Vec<String> {
+    let now = Definitions::of(router, id);
+    let serving = current.filter(|r| r.catalog_of(id).is_some()).map(|r| Definitions::of(r, id));
+    let readable = |old: &Definitions| old.drift(&now).iter().map(ToString::to_string).collect::<Vec<_>>();
+    match (policy, lock.and_then(|l| l.get(id)), &serving) {
+        (DriftPolicy::Block, _, Some(old)) => readable(old),
+        (_, Some(locked), _) => {
+            let against_lock = locked.drift_from(&now);
+            match &serving {
+                Some(old) if !against_lock.is_empty() && !readable(old).is_empty() => readable(old),
+                _ => against_lock,
+            }
+        }
+        (_, None, Some(old)) => readable(old),
+        (_, None, None) => Vec::new(),
+    }
+}
+
+/// Logs a drift as its policy says, and returns why the update is not served (`hold`, `block`).
+fn take_drift(id: &str, policy: DriftPolicy, lines: &[String]) -> Option<String> {
+    let diff = lines.join("\n  ");
+    let plugin = crate::escape::Escaped(id);
+    match policy {
+        DriftPolicy::Allow => {
+            tracing::info!(plugin = %plugin, drift = "allow", "plugin `{plugin}` changed its definitions:\n  {diff}");
+            None
+        }
+        DriftPolicy::Warn => {
+            tracing::warn!(plugin = %plugin, drift = "warn", "plugin `{plugin}` changed its definitions (served):\n  {diff}");
+            None
+        }
+        DriftPolicy::Hold => {
+            tracing::warn!(plugin = %plugin, drift = "hold", "plugin `{plugin}` changed its definitions; held until accepted:\n  {diff}");
+            Some(format!(
+                "update held: its definitions changed ({}); what served before keeps serving until the change is accepted (fix: review it, then `paddock lock --accept {id}`)",
+                lines.join("; ")
+            ))
+        }
+        DriftPolicy::Block => {
+            tracing::error!(plugin = %plugin, drift = "block", "plugin `{plugin}` changed its definitions; update refused:\n  {diff}");
+            Some(format!("update refused (drift = block): its definitions changed ({}); what served before keeps serving", lines.join("; ")))
+        }
+    }
 }
 
 /// The update a router error is about, if any: the plugin the router leaves out, unless that one

@@ -288,11 +288,11 @@ impl ServerState {
         }
     }
 
-    /// Reads `plugin`'s lists again and swaps in the router that serves them, then announces
-    /// each kind whose exposed list differs (the kinds the plugin named are only a hint: a list
-    /// read again unchanged is not announced). A plugin replaced meanwhile (a live folder) is
-    /// left alone: its lists are the new version's.
-    async fn reload(&self, plugin: &str, _kinds: BTreeSet<ListKind>) {
+    /// Reads `plugin`'s lists again and swaps in the router that serves them, then announces the
+    /// kinds the plugin named (it may know of changes its lists do not show, such as what it
+    /// serves to whom) and any other kind whose exposed list differs. A plugin replaced
+    /// meanwhile (a live folder) is left alone: its lists are the new version's.
+    async fn reload(&self, plugin: &str, kinds: BTreeSet<ListKind>) {
         let Some(entry) = self.router().served().iter().find(|e| e.plugin.id() == plugin).cloned() else { return };
         let catalog = match entry.plugin.reload_catalog().await {
             Ok(catalog) => catalog,
@@ -320,10 +320,8 @@ impl ServerState {
                     return;
                 }
             };
-            let announced: Vec<ListKind> = ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)).collect();
-            if announced.is_empty() {
-                return;
-            }
+            let mut announced = kinds;
+            announced.extend(ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)));
             *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
             announced
         };

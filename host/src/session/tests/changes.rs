@@ -334,13 +334,29 @@ async fn lists_and_discover_name_the_generation_that_answered() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_notice_of_a_list_that_did_not_change_is_not_passed_on() {
+async fn a_new_generation_is_announced_only_for_the_lists_that_changed() {
     let (server, state) = served();
     let mut h = Harness::on(Arc::clone(&server));
     h.initialize("2025-11-25").await;
-    h.ask(&legacy_call(1, "fake_announce", r#"{"lists":["tools","prompts","resources"]}"#)).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(state.reloads.load(Ordering::SeqCst), 1, "the lists were read again");
-    assert!(h.nothing_more().await, "the lists read again are the same: nothing to announce");
-    assert_eq!(server.router().generation(), 1, "and no new generation");
+    let entries = || server.router().entries().to_vec();
+
+    // The same plugins again (a file touched, a grant that exposes nothing new): a new
+    // generation, and nothing to announce.
+    let generation = server.swap(|_| Some(Router::new(entries()).0));
+    assert_eq!(generation, 2);
+    assert!(h.nothing_more().await, "no list changed");
+
+    // A plugin whose tools changed: only the tools list is announced.
+    state.extra_tools.lock().unwrap().push("fresh".into());
+    let plugin = Arc::clone(&entries()[0].plugin);
+    let catalog = plugin.reload_catalog().await.expect("lists");
+    let generation = server.swap(|current| current.with_catalog("fake", catalog).ok());
+    assert_eq!(generation, 3);
+    let heard = h.recv().await;
+    assert_eq!(heard["method"], "notifications/tools/list_changed", "{heard}");
+    assert!(h.nothing_more().await, "resources and prompts did not change");
+
+    // A plan that changes nothing keeps the generation.
+    assert_eq!(server.swap(|_| None), 3);
+    assert_eq!(server.router().generation(), 3);
 }
