@@ -368,3 +368,26 @@ async fn the_python_client_hears_a_plugin_dropped_and_removed_over_stdio_and_htt
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn replaced_versions_do_not_grow_the_compiled_cache_past_its_bound() -> Result<()> {
+    let cache = tempfile::tempdir()?;
+    let cache_dir = cache.path().join("cache");
+    let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+    drop_in(plugins.path(), "v.wasm", &versioned(1000));
+    let cache_arg = cache_dir.to_str().context("path")?;
+    let host = HttpHost::start(plugins.path(), &["--no-watch", "--watch-settle", "0ms", "--cache-dir", cache_arg]).await?;
+    let pid = rustix::process::Pid::from_raw(i32::try_from(host.pid())?).context("pid")?;
+    // 70 distinct versions, each compiled once: 72 artifacts written in all, text's included.
+    for reload in 1..=70u64 {
+        drop_in(plugins.path(), "v.wasm", &versioned(1000 + reload as u32));
+        rustix::process::kill_process(pid, rustix::process::Signal::HUP)?;
+        generation_reaches(&host, reload + 1).await?;
+    }
+    let artifacts = std::fs::read_dir(&cache_dir)?.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".cwasm")).count();
+    assert!(artifacts <= 64 + 2, "{artifacts} artifacts kept: the newest 64 and the two serving at most");
+    host.wait_for_log("old compiled plugins removed from the cache").await?;
+    assert_eq!(first_text(&call(&host, "v_version", json!({})).await?["result"]), "v001070");
+    assert_eq!(first_text(&call(&host, "text_echo", json!({"text": "still here"})).await?["result"]), "still here", "the oldest artifact, serving, stayed");
+    Ok(())
+}

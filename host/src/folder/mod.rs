@@ -211,6 +211,11 @@ impl Folder {
             look.router_errors = errors;
             router
         });
+        if !updates.is_empty() {
+            // Replaced versions leave artifacts behind: the cache keeps what serves and the newest.
+            let serving = state.serving.values().map(|v| v.digest).collect();
+            self.runtime.collect_cache(serving).await;
+        }
         let fresh: Vec<String> = look.problems.iter().map(ToString::to_string).filter(|p| !state.reported.contains(p)).collect();
         for problem in &fresh {
             tracing::error!("plugin not served as it is on disk: {}", crate::escape::Escaped(problem));

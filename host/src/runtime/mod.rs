@@ -181,6 +181,18 @@ impl Runtime {
         self.max_memory
     }
 
+    /// Removes from the compiled-plugin cache what nothing needs: every artifact but those of
+    /// the plugins serving (by their content digests, `LoadedPlugin::digest`) and the newest
+    /// others, and the oldest records. Runs on the blocking pool; returns how many files went.
+    pub async fn collect_cache(&self, serving: Vec<[u8; 32]>) -> usize {
+        let Some(cache) = self.cache.clone() else { return 0 };
+        let collected = tokio::task::spawn_blocking(move || cache.collect(&serving)).await.unwrap_or_default();
+        if collected.artifacts + collected.records > 0 {
+            tracing::info!(artifacts = collected.artifacts, records = collected.records, "old compiled plugins removed from the cache");
+        }
+        collected.artifacts + collected.records
+    }
+
     /// Loads one plugin file with its grant: compile (or load from the cache), link, read the
     /// catalog. The error is one line saying why, without the path.
     pub async fn load_plugin(&self, id: &str, path: &Path, grant: crate::policy::Grant) -> Result<(WasmPlugin, CacheOutcome), LoadError> {

@@ -33,6 +33,7 @@
 //! - Artifacts are written to a temporary file (created exclusively, mode 0600) and renamed into
 //!   place, so a reader sees a whole file or none; a torn file would fail the MAC anyway.
 
+mod collect;
 mod known_files;
 
 use known_files::Fact;
