@@ -15,6 +15,9 @@
 //!   latency, beside the stdio pipelined figure at the same depth.
 //! - `startup`: Paddock with N distinct plugins, cold and warm compiled-plugin cache.
 //! - `echo-1mib`: sequential `tools/call` with a 1 MiB text, over stdio.
+//! - `live`: Paddock alone: the time from a new plugin version's rename into the folder to its
+//!   tool answering (its code cached, and compiled on the way), and a call's latency while the
+//!   folder is reloaded every 100 ms beside the same calls with the folder quiet.
 //! - `load`: Paddock alone, once after the rounds: 1,000 clients at once mixing stdio,
 //!   Streamable HTTP in both eras, HTTP+SSE and WebSocket for a bounded time, every reply
 //!   checked (none lost, none duplicated) and the host's RSS held to its memory budget; calls
@@ -28,6 +31,7 @@
 
 mod http;
 mod large_echo;
+mod live;
 mod load;
 mod measure;
 mod process;
@@ -101,6 +105,13 @@ struct Args {
     /// The memory budget of the load section's HTTP host, in MiB; its RSS must stay within it.
     #[arg(long, default_value_t = 256)]
     load_budget_mib: usize,
+    /// The `versioned` test plugin the live section makes new versions of (built by
+    /// `scripts/build-plugins`).
+    #[arg(long, default_value = "tests/plugins/target/wasm32-wasip2/release/versioned.wasm")]
+    live_plugin: PathBuf,
+    /// Timed replacements of each kind per round in the live section.
+    #[arg(long, default_value_t = 5)]
+    live_replacements: usize,
 }
 
 /// A part of the benchmark.
@@ -112,6 +123,7 @@ enum Section {
     Startup,
     #[value(name = "echo-1mib")]
     Echo1Mib,
+    Live,
     Load,
 }
 
@@ -191,6 +203,7 @@ fn main() -> Result<()> {
         args.large_calls = 5;
         args.load_clients = 200;
         args.load_seconds = 2.0;
+        args.live_replacements = 2;
     }
     let startup_counts = args.startup_plugins.clone().unwrap_or_else(|| if args.quick { vec![1, 3] } else { vec![1, 20, 100] });
     let text_wasm = args.plugins.join("text.wasm");
@@ -240,6 +253,7 @@ fn main() -> Result<()> {
     } else {
         Vec::new()
     };
+    let live_folder = if run(Section::Live) { Some(live::plugin_folder(&text_wasm, &args.live_plugin)?) } else { None };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let window = Duration::from_secs_f64(args.http_seconds);
 
@@ -249,6 +263,7 @@ fn main() -> Result<()> {
     let mut websocket_results = Results::<[WebSocketFigures; 2]>::default();
     let mut startup_results = Results::<StartupFigures>::default();
     let mut large_results = Results::<[LargeEchoFigures; 2]>::default();
+    let mut live_results = Results::<live::LiveFigures>::default();
     for number in 1..=args.rounds {
         if run(Section::Stdio) {
             stdio_results.run(Section::Stdio, number, || {
@@ -269,6 +284,12 @@ fn main() -> Result<()> {
                 let paddock = large_echo::round(&large_targets[0], args.large_calls).context("paddock")?;
                 let native = large_echo::round(&large_targets[1], args.large_calls).context("native")?;
                 Ok([paddock, native])
+            })?;
+        }
+        if let Some(folder) = &live_folder {
+            live_results.run(Section::Live, number, || {
+                let window = Duration::from_secs_f64(if args.quick { 1.2 } else { 3.0 });
+                live::round(&args.paddock, folder.path(), &args.live_plugin, args.live_replacements, window, u32::try_from(number).unwrap_or(0))
             })?;
         }
         eprintln!("paddock-bench: round {number}/{} done ({:.1} s so far)", args.rounds, started.elapsed().as_secs_f64());
@@ -303,11 +324,45 @@ fn main() -> Result<()> {
     if run(Section::Echo1Mib) {
         report_large_echo(&args, &large_results);
     }
+    if run(Section::Live) {
+        report_live(&args, &live_results);
+    }
     if let Some(figures) = &load_figures {
         load::report(figures);
     }
     println!("Whole run: {:.1} s.", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+fn report_live(args: &Args, results: &Results<live::LiveFigures>) {
+    println!(
+        "## Live folder (stdio; median of {} rounds, {} replacements of each kind and {} s of calls each way per round; load at each round: {}{})\n",
+        results.rounds.len(),
+        args.live_replacements,
+        if args.quick { 1.2 } else { 3.0 },
+        results.loads(),
+        results.took()
+    );
+    let median = |figure: fn(&live::LiveFigures) -> f64| median_of(&results.rounds, figure);
+    println!("| figure | paddock |");
+    println!("|---|---:|");
+    println!("| rename to callable, code cached (ms) | {:.1} |", median(|f| f.replace_cached_ms));
+    println!("| rename to callable, compiled on the way (ms) | {:.1} |", median(|f| f.replace_compiled_ms));
+    println!(
+        "| `text_echo` p50 / p99 / max, folder quiet (µs) | {:.0} / {:.0} / {:.0} |",
+        median(|f| f.quiet_p50_us),
+        median(|f| f.quiet_p99_us),
+        median(|f| f.quiet_max_us)
+    );
+    println!(
+        "| `text_echo` p50 / p99 / max, `v.wasm` replaced every {} ms (µs) | {:.0} / {:.0} / {:.0} |",
+        live::RELOAD_EVERY.as_millis(),
+        median(|f| f.reloading_p50_us),
+        median(|f| f.reloading_p99_us),
+        median(|f| f.reloading_max_us)
+    );
+    println!("| replacements swapped in during those calls | {:.0} |", median(|f| f.reloads as f64));
+    println!();
 }
 
 /// Prints a `figure | paddock | native | paddock / native` table.
