@@ -47,12 +47,13 @@ pub mod host;
 mod registry;
 mod request;
 mod schema;
+pub mod testing;
 mod uri;
 
 pub use content::{Blob, Content, IntoPromptMessages, IntoResourceBody, IntoToolResult, Json, PromptMessage, ToolResult};
 pub use defs::ToolHints;
 pub use describe::{Annotations, Audience, CacheHint, Icon, Theme};
-pub use paddock_sdk_macros::{prompt, resource, resource_template, tool};
+pub use paddock_sdk_macros::{data, prompt, resource, resource_template, tool};
 pub use registry::{Completing, Requests};
 pub use request::{Ask, Elicited, Error, ModelHint, ModelPreferences, Request, Result, Root, Sampling, SamplingResult, sampled_text};
 pub use schemars::{self, JsonSchema};

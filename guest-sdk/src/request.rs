@@ -282,6 +282,12 @@ impl Request {
         }
     }
 
+    /// The keys of the questions this request's handler asked, in order (for tests: what a call
+    /// that ended waiting for input is waiting for).
+    pub fn questions(&self) -> Vec<String> {
+        self.asked.borrow().iter().map(|r| r.key.clone()).collect()
+    }
+
     /// The questions asked in this run and the state to keep, as the call's `input-required`.
     pub(crate) fn input_required(&self) -> InputRequired {
         InputRequired { requests: self.asked.take(), state: self.next_state.take(), in_task: self.in_task.get() }

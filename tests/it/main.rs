@@ -3,6 +3,7 @@
 // Some tests print what they ran (the conformance suite's report, measured figures).
 #![allow(clippy::print_stderr)]
 
+mod author_loop; // paddock new → cargo test and build → check → call of every kind (folder and URL) → dev swapping in a save
 mod callers; // caller policy over HTTP: hidden tools, approvals with the Python client, 429, the audit file, check
 mod catalogs; // hostile catalogs, results and resource templates next to a good plugin
 mod cli; // the command line: inspect, call, errors and exit codes

@@ -183,6 +183,33 @@ impl StdioHost {
         Ok(StdioHost { child, stdin, stdout, next_id: 1 })
     }
 
+    /// Starts `paddock ARGS` (any command that serves over stdio, such as `dev`) with extra
+    /// environment variables; stderr is inherited for diagnostics.
+    pub fn start_command(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Result<StdioHost> {
+        let mut command = Command::new(paddock_bin());
+        command
+            .args(args)
+            .env("PADDOCK_CACHE_DIR", test_cache_dir())
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().context("spawn paddock")?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().context("stdout")?).lines();
+        Ok(StdioHost { child, stdin, stdout, next_id: 1 })
+    }
+
+    /// Reads the next line from stdout within `limit`; it must be one JSON value.
+    pub async fn recv_within(&mut self, limit: Duration) -> Result<Value> {
+        let line = tokio::time::timeout(limit, self.stdout.next_line()).await.context("no message from paddock in time")??.context("paddock closed stdout")?;
+        serde_json::from_str(&line).with_context(|| format!("stdout line is not JSON: {line:?}"))
+    }
+
     /// The child's stderr, when it was started with `Stdio::piped()`.
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
         self.child.stderr.take()

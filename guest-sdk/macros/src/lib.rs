@@ -47,6 +47,34 @@ pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Prompt, attr, item)
 }
 
+/// Derives `Serialize`, `Deserialize` and `JsonSchema` for a type a tool takes or returns, a
+/// prompt's arguments or a form's answer, through the SDK alone: the plugin needs no `serde` or
+/// `schemars` of its own. Doc comments become schema descriptions; `#[serde(...)]` and
+/// `#[schemars(...)]` attributes on the type and its fields work as usual.
+#[proc_macro_attribute]
+pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let attr = Tokens::from(attr);
+        return syn::Error::new_spanned(attr, "#[data] takes no options: put `#[serde(...)]` or `#[schemars(...)]` on the type instead")
+            .to_compile_error()
+            .into();
+    }
+    let item = Tokens::from(item);
+    quote! {
+        #[derive(::paddock_sdk::Serialize, ::paddock_sdk::Deserialize, ::paddock_sdk::JsonSchema)]
+        #[serde(crate = "::paddock_sdk::serde")]
+        #[schemars(crate = "::paddock_sdk::schemars")]
+        #item
+    }
+    .into()
+}
+
+/// Whether the host exposes a tool or prompt named `name` (after its `<plugin>_` prefix): 1 to
+/// 64 ASCII letters, digits, `_` and `-`.
+fn exposable(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Tool,
@@ -312,6 +340,16 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
     let fn_name = &sig.ident;
     let fn_text = fn_name.to_string();
     let name = options.string("name").map(LitStr::value).unwrap_or_else(|| fn_text.trim_start_matches("r#").to_owned());
+    if matches!(kind, Kind::Tool | Kind::Prompt) && !exposable(&name) {
+        let what = if kind == Kind::Tool { "tool" } else { "prompt" };
+        let message = format!(
+            "the host refuses the {what} name `{name}`: names are 1 to 64 ASCII letters, digits, `_` and `-` (and the host puts `<plugin id>_` before them, which must fit too)"
+        );
+        return Err(match options.string("name") {
+            Some(lit) => syn::Error::new_spanned(lit, message),
+            None => syn::Error::new_spanned(&sig.ident, message),
+        });
+    }
     let title = option_lit(options.string("title"));
     let description = match options.string("description") {
         Some(lit) => quote!(::core::option::Option::Some(#lit)),
@@ -361,6 +399,18 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
                 let example = if kind == Kind::Resource { "uri = \"scheme://...\"" } else { "uri_template = \"scheme://path/{var}\"" };
                 return Err(syn::Error::new_spanned(&sig.ident, format!("{} needs `{example}`", kind.attribute())));
             };
+            let text = uri.value();
+            if text.is_empty() || text.len() > paddock_uri_template::MAX_URI_BYTES || text.chars().any(char::is_control) {
+                return Err(syn::Error::new_spanned(
+                    uri,
+                    format!("the host refuses this {key}: it must be 1 to {} bytes without control characters", paddock_uri_template::MAX_URI_BYTES),
+                ));
+            }
+            if kind == Kind::Template
+                && let Err(error) = paddock_uri_template::UriTemplate::compile(&text)
+            {
+                return Err(syn::Error::new_spanned(uri, format!("the host refuses this URI template: it {error}")));
+            }
             let size = match options.number("size") {
                 Some(lit) => {
                     let size = integer(lit, "size")?;

@@ -1,10 +1,13 @@
-//! The command line: `serve`, `inspect`, `check`, `lock` and `call`, wired from config to runtime to
+//! The command line: `serve`, `inspect`, `check`, `lock`, `call`, `new` and `dev`, wired from config to runtime to
 //! router to transport. Errors reach the user as one line each with the fix; exit codes are
 //! 0 (success), 1 (a check found problems, or a called tool reported an error) and 2 (usage,
 //! configuration or startup error).
 // Reports (`inspect`, `check`, `call`) go to stdout and one-line errors to stderr: that is the
 // CLI's job. Everything else logs through `tracing`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod author;
+mod call;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -120,15 +123,68 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Run one tool without a client and print its result as JSON.
+    /// Make one request without a client and print its result as JSON: a tool call (the
+    /// default), a resource read, a prompt get or a completion, against a plugins folder or a
+    /// running server's URL. Questions the plugin asks are answered from --answer, or on a
+    /// terminal by you.
     Call {
-        /// Folder of `*.wasm` plugins.
-        plugins_dir: PathBuf,
+        /// A plugins folder, or a running server's URL (`http://127.0.0.1:8080`, its `/mcp`).
+        target: String,
         /// The exposed tool name, as `tools/list` shows it (for example `text_echo`).
-        tool: String,
-        /// The tool's arguments as a JSON object.
+        #[arg(required_unless_present_any = ["read", "prompt", "complete"])]
+        tool: Option<String>,
+        /// The tool's (or the prompt's) arguments as a JSON object.
         #[arg(long, default_value = "{}")]
         args: String,
+        /// Read the resource at this URI instead.
+        #[arg(long, value_name = "URI", conflicts_with_all = ["tool", "prompt", "complete"])]
+        read: Option<String>,
+        /// Get this prompt instead (its arguments in --args).
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["tool", "complete"])]
+        prompt: Option<String>,
+        /// Complete an argument of `prompt:NAME` or `resource:URI-TEMPLATE` instead (with
+        /// --argument).
+        #[arg(long, value_name = "REF", requires = "argument", conflicts_with = "tool")]
+        complete: Option<String>,
+        /// The argument being completed and what is typed so far, as NAME=VALUE.
+        #[arg(long, value_name = "NAME=VALUE")]
+        argument: Option<String>,
+        /// The answer to a question the plugin asks, by its key (repeatable): a form's fields as
+        /// a JSON object (or `decline`, `cancel`), `accept` for a page to visit, the model's text
+        /// for a sampling request, a JSON array of URIs for roots.
+        #[arg(long = "answer", value_name = "KEY=VALUE")]
+        answers: Vec<String>,
+        /// The bearer token for a server URL (default: PADDOCK_HTTP_TOKEN).
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Make a new plugin project, ready to build: a tool with structured output, a resource
+    /// template, a prompt, a question to the user, a grant file and unit tests.
+    New {
+        /// The plugin's name: its crate, and the id it is served as.
+        name: String,
+        /// What the project starts with.
+        #[arg(long, value_enum, default_value_t = author::Template::Full)]
+        template: author::Template,
+        /// Where to make it (default: the current folder).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// The guest SDK (`paddock-sdk`) to depend on (default: PADDOCK_SDK, else the one this
+        /// paddock was built with).
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
+    /// Build a plugin project, check it, and serve it (stdio, or --http); on every save it is
+    /// built and checked again and the running server swaps the new build in.
+    Dev {
+        /// The plugin project (its Cargo.toml's folder).
+        #[arg(default_value = ".")]
+        project: PathBuf,
+        /// Serve over HTTP on this address instead of stdio.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
+        http: Option<std::net::SocketAddr>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -304,7 +360,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
     Ok(std::time::Duration::from_millis(millis))
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 struct CommonArgs {
     /// Operator config file; defaults to `paddock.toml` in the plugins folder when it exists.
     #[arg(long, value_name = "FILE")]
@@ -398,7 +454,50 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect { file, common } => inspect(&file, &common).await,
         Command::Check { plugins_dir, common } => check(&plugins_dir, &common).await,
         Command::Lock { plugins_dir, accept, common } => lock(&plugins_dir, &accept, &common).await,
-        Command::Call { plugins_dir, tool, args, common } => call(&plugins_dir, &tool, &args, &common).await,
+        Command::Call { target, tool, args, read, prompt, complete, argument, answers, token_file, common } => {
+            let arguments = || -> Result<serde_json::Map<String, serde_json::Value>> {
+                match serde_json::from_str(&args) {
+                    Ok(serde_json::Value::Object(map)) => Ok(map),
+                    Ok(_) => bail!("--args must be a JSON object, for example '{{\"text\":\"hi\"}}'"),
+                    Err(_) => bail!("--args is not valid JSON (fix: pass a JSON object such as '{{\"text\":\"hi\"}}')"),
+                }
+            };
+            let ask = match (tool, read, prompt, complete) {
+                (_, Some(uri), _, _) => call::Ask::Read { uri },
+                (_, _, Some(name), _) => call::Ask::Prompt { name, arguments: arguments()? },
+                (_, _, _, Some(target)) => {
+                    let (name, value) = argument.as_deref().and_then(|a| a.split_once('=')).context("--argument takes NAME=VALUE")?;
+                    call::Ask::Complete { target, argument: name.to_owned(), value: value.to_owned() }
+                }
+                (Some(name), _, _, _) => call::Ask::Tool { name, arguments: arguments()? },
+                (None, None, None, None) => bail!("name a tool, or pass --read, --prompt or --complete"),
+            };
+            let answers = call::parse_answers(&answers)?;
+            if target.starts_with("http://") || target.starts_with("https://") {
+                let token = match token_file {
+                    Some(path) => Some(
+                        std::fs::read_to_string(&path)
+                            .with_context(|| format!("cannot read {}", path.display()))?
+                            .lines()
+                            .next()
+                            .unwrap_or_default()
+                            .trim()
+                            .to_owned(),
+                    ),
+                    None => std::env::var("PADDOCK_HTTP_TOKEN").ok(),
+                };
+                call::at_url(&target, token.as_deref(), &ask, &answers).await
+            } else {
+                let folder = PathBuf::from(&target);
+                let loaded = load(&folder, &common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::Once).await?;
+                for problem in &loaded.problems {
+                    tracing::warn!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
+                }
+                call::in_folder(&loaded.router, &folder, &ask, &answers).await
+            }
+        }
+        Command::New { name, template, dir, sdk } => author::new_project(&name, &dir, template, sdk.as_deref()),
+        Command::Dev { project, http, common } => author::dev(&project, http, &common).await,
     }
 }
 
@@ -825,39 +924,4 @@ async fn inspect(file: &Path, common: &CommonArgs) -> Result<ExitCode> {
     let grant = config.grant(&id).ok();
     print!("{}", crate::inspect_report::render(&id, &inspection, grant.as_ref()));
     Ok(ExitCode::SUCCESS)
-}
-
-async fn call(plugins_dir: &Path, tool: &str, args: &str, common: &CommonArgs) -> Result<ExitCode> {
-    let arguments: serde_json::Value = serde_json::from_str(args).context("--args is not valid JSON (fix: pass a JSON object such as '{\"text\":\"hi\"}')")?;
-    if !arguments.is_object() {
-        bail!("--args must be a JSON object, for example '{{\"text\":\"hi\"}}'");
-    }
-    let loaded = load(plugins_dir, common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::Once).await?;
-    for problem in &loaded.problems {
-        tracing::warn!("plugin not loaded: {}", crate::escape::Escaped(&problem.to_string()));
-    }
-    let cx = crate::plugin::CallContext::detached("cli");
-    match loaded.router.call_tool(tool, &arguments.to_string(), &cx).await {
-        Ok((_, crate::input::Outcome::Complete(result))) => {
-            println!("{}", serde_json::to_string_pretty(&result).context("cannot print the result")?);
-            Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
-        }
-        Ok((plugin, crate::input::Outcome::InputRequired(required))) => {
-            let asked: Vec<String> = required.requests.iter().map(|r| format!("`{}` ({})", r.key, r.method.method())).collect();
-            bail!(
-                "plugin `{plugin}` needs input from a client ({}), which `paddock call` cannot give: call the tool from an MCP client",
-                if asked.is_empty() { "a retry".to_owned() } else { asked.join(", ") }
-            )
-        }
-        Err(crate::router::RouteError::UnknownName { .. }) => {
-            let known: Vec<&str> = loaded.router.tools().iter().map(|t| t.name.as_str()).collect();
-            bail!("no tool `{tool}` in {} (tools: {})", plugins_dir.display(), if known.is_empty() { "none".to_owned() } else { known.join(", ") })
-        }
-        Err(crate::router::RouteError::Plugin { plugin, error }) => {
-            let result = crate::protocol::CallToolResult::error(format!("plugin `{plugin}`: {error}"));
-            println!("{}", serde_json::to_string_pretty(&result).context("cannot print the result")?);
-            Ok(ExitCode::from(1))
-        }
-        Err(other) => bail!("cannot call `{tool}`: {other:?}"),
-    }
 }
