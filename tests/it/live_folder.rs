@@ -391,3 +391,67 @@ async fn replaced_versions_do_not_grow_the_compiled_cache_past_its_bound() -> Re
     assert_eq!(first_text(&call(&host, "text_echo", json!({"text": "still here"})).await?["result"]), "still here", "the oldest artifact, serving, stayed");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_plugin_file_or_folder_other_users_could_write_is_refused_with_the_fix() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    warm_cache(&[1, 2]).await?;
+    let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+    drop_in(plugins.path(), "v.wasm", &versioned(1));
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+
+    // A new version that anyone may write: not loaded, the last good one serves, the fix named.
+    drop_in(plugins.path(), "v.wasm", &versioned(2));
+    std::fs::set_permissions(plugins.path().join("v.wasm"), std::fs::Permissions::from_mode(0o666))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ready = loop {
+        let ready = readiness(&host).await?;
+        if ready["problems"].as_array().is_some_and(|p| !p.is_empty()) {
+            break ready;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "never refused: {ready}");
+        let _ = tokio::time::timeout(Duration::from_millis(100), host.wait_for_log("writable by other users")).await;
+    };
+    let reason = ready["problems"][0]["reason"].as_str().unwrap_or_default().to_owned();
+    assert!(reason.contains("writable by other users") && reason.contains("chmod go-w"), "{reason}");
+    assert_eq!(first_text(&call(&host, "v_version", json!({})).await?["result"]), "v000001");
+
+    // Fixed: loaded.
+    std::fs::set_permissions(plugins.path().join("v.wasm"), std::fs::Permissions::from_mode(0o644))?;
+    generation_reaches(&host, 2).await?;
+    assert_eq!(first_text(&call(&host, "v_version", json!({})).await?["result"]), "v000002");
+
+    // The folder itself opened to others: nothing on disk is believed, everything serving stays.
+    std::fs::set_permissions(plugins.path(), std::fs::Permissions::from_mode(0o777))?;
+    std::fs::remove_file(plugins.path().join("v.wasm"))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ready = readiness(&host).await?;
+        if ready["problems"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["reason"].as_str().is_some_and(|r| r.contains("the plugins folder is not loaded from"))))
+        {
+            assert_eq!(ready["plugins"], json!(["text", "v"]), "a removal seen through an open folder is not believed: {ready}");
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the open folder was never refused: {ready}");
+        let _ = tokio::time::timeout(Duration::from_millis(100), host.wait_for_log("the plugins folder is not loaded from")).await;
+    }
+    std::fs::set_permissions(plugins.path(), std::fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn polling_finds_a_dropped_plugin_where_events_are_not_used() -> Result<()> {
+    warm_cache(&[1]).await?;
+    let plugins = PluginDir::new().add("text", &sample_wasm("text"));
+    let host = HttpHost::start(plugins.path(), &["--watch=poll"]).await?;
+    let dropped = Instant::now();
+    drop_in(plugins.path(), "v.wasm", &versioned(1));
+    generation_reaches(&host, 2).await?;
+    let took = dropped.elapsed();
+    assert_eq!(first_text(&call(&host, "v_version", json!({})).await?["result"]), "v000001");
+    // One poll interval (2 s) to see it, at most another for it to have settled.
+    assert!(took < Duration::from_millis(4500), "found after {took:?}");
+    Ok(())
+}

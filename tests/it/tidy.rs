@@ -60,7 +60,9 @@ fn plugins_never_inherit_host_stdio_env_or_network() {
 #[test]
 fn only_the_stdio_transport_and_cli_write_to_stdout() {
     let root = repo_root();
-    let allowed = ["host/src/transport/stdio/mod.rs", "host/src/cli.rs"];
+    // The command line prints reports and results; `dev` serving over stdio prints nothing itself
+    // (its progress goes to stderr, cargo's output is read from a pipe).
+    let allowed = ["host/src/transport/stdio/mod.rs", "host/src/cli/mod.rs", "host/src/cli/call.rs", "host/src/cli/author.rs"];
     for file in rust_files(&root.join("host/src")) {
         let relative = file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().replace('\\', "/");
         if allowed.contains(&relative.as_str()) {
