@@ -455,3 +455,26 @@ async fn polling_finds_a_dropped_plugin_where_events_are_not_used() -> Result<()
     assert!(took < Duration::from_millis(4500), "found after {took:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_grant_file_other_users_could_write_grants_nothing() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let data = tempfile::tempdir()?;
+    std::fs::write(data.path().join("note.txt"), "granted")?;
+    let grant = format!("files = [{{ host = {:?}, guest = \"/data\", mode = \"ro\" }}]\n", data.path().display().to_string());
+    let plugins = PluginDir::new().add("fx", &fixture_wasm("fixture")).write("fx.toml", &grant);
+    std::fs::set_permissions(plugins.path().join("fx.toml"), std::fs::Permissions::from_mode(0o666))?;
+    let dir = plugins.path().to_str().context("path")?;
+    let (code, _, err) = run_paddock(&["check", dir]).await?;
+    assert!(code == 2 && err.contains("fx.toml") && err.contains("chmod go-w"), "refused at start with the fix: {err}");
+
+    // Trusted at start; opened to others while serving: the last good grant stands.
+    std::fs::set_permissions(plugins.path().join("fx.toml"), std::fs::Permissions::from_mode(0o644))?;
+    let host = HttpHost::start(plugins.path(), &[]).await?;
+    std::fs::set_permissions(plugins.path().join("fx.toml"), std::fs::Permissions::from_mode(0o666))?;
+    std::fs::write(plugins.path().join("fx.toml"), "")?;
+    host.wait_for_log("writable by other users").await?;
+    assert_eq!(readiness(&host).await?["generation"], 1, "the revocation from an untrusted file is not taken");
+    assert_eq!(first_text(&call(&host, "fx_read", json!({"path": "/data/note.txt"})).await?["result"]), "granted");
+    Ok(())
+}

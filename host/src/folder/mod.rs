@@ -111,6 +111,8 @@ pub struct Look {
 pub enum FolderError {
     #[error("plugins folder `{}` does not exist (fix: create it and put `.wasm` plugins in it, or pass another folder)", .0.display())]
     Missing(PathBuf),
+    #[error("configuration file `{}` is not read: {reason}", path.display())]
+    UntrustedConfig { path: PathBuf, reason: Untrusted },
 }
 
 /// A plugins folder served live.
@@ -185,6 +187,9 @@ impl Folder {
             return Err(FolderError::Missing(self.dir.clone()));
         }
         let config = Config::load(&self.dir, self.config_file.as_deref());
+        if let Some((path, reason)) = untrusted_config(&config).into_iter().next() {
+            return Err(FolderError::UntrustedConfig { path, reason });
+        }
         let mut state = self.state.lock().await;
         // What is there at start is loaded at once: a file still being written fails to load
         // (a torn component does not validate) or changes while it loads, and is looked at
@@ -229,7 +234,15 @@ impl Folder {
     /// every file's stamp, and loads each changed file that has settled.
     async fn load_changes(&self, state: &mut State, config: Config, settle: Duration) -> (Look, Vec<Update>) {
         let mut look = Look::default();
-        let config = if config.global_errors().next().is_some() {
+        // A configuration file another user could have written grants nothing: the last good
+        // configuration stands until it is fixed.
+        let untrusted = untrusted_config(&config);
+        for (path, reason) in &untrusted {
+            look.problems.push(LoadProblem { path: path.clone(), reason: format!("not read: {reason}; the last good configuration stands") });
+        }
+        let config = if !untrusted.is_empty() {
+            state.config.clone().unwrap_or_else(Config::empty)
+        } else if config.global_errors().next().is_some() {
             match &state.config {
                 Some(good) => {
                     let errors: Vec<String> = config.global_errors().map(ToString::to_string).collect();
@@ -555,6 +568,18 @@ fn named(error: &RouterError) -> Vec<&str> {
         RouterError::Collision { first, second, .. } => vec![first, second],
         RouterError::InvalidName { plugin, .. } | RouterError::InvalidTemplate { plugin, .. } => vec![plugin],
     }
+}
+
+/// The configuration files read for `config` that another user could have written.
+fn untrusted_config(config: &Config) -> Vec<(PathBuf, Untrusted)> {
+    config
+        .files()
+        .iter()
+        .filter_map(|path| {
+            let metadata = std::fs::metadata(path).ok()?;
+            files::trusted(path, &metadata).err().map(|reason| (path.clone(), reason))
+        })
+        .collect()
 }
 
 /// Whether the file at `path` still has `stamp` (it was not written to while it was loaded).
