@@ -360,3 +360,25 @@ async fn a_new_generation_is_announced_only_for_the_lists_that_changed() {
     assert_eq!(server.swap(|_| None), 3);
     assert_eq!(server.router().generation(), 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_resource_that_vanished_with_its_plugin_gets_no_updates() {
+    let (server, _state) = served();
+    let mut h = Harness::on(Arc::clone(&server));
+    h.initialize("2025-11-25").await;
+    let reply = h.ask(r#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"fake://readme"}}"#).await;
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    let mut listener = Harness::on(Arc::clone(&server));
+    listener.send(&listen("l", r#"{"resourceSubscriptions":["fake://readme"]}"#)).await;
+    listener.recv().await;
+
+    // The plugin leaves (its file removed): the lists that changed are announced...
+    server.swap(|_| Some(Router::new(Vec::new()).0));
+    let heard = h.recv_until(is_method("notifications/prompts/list_changed")).await;
+    assert!(heard.iter().all(|f| f["method"].as_str().is_some_and(|m| m.ends_with("/list_changed"))), "{heard:?}");
+    // ...and a call of the old version still running announces an update of its resource: it
+    // is no longer served, so nobody hears of it.
+    server.resource_updated("fake", "fake://readme");
+    assert!(h.nothing_more().await, "the legacy subscriber hears nothing of a vanished resource");
+    assert!(listener.nothing_more().await, "neither does the listen stream");
+}
