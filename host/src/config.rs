@@ -210,7 +210,7 @@ impl Loader {
                 "drift" => {
                     match drift_policy(&value) {
                         Ok(policy) => self.default_drift = policy,
-                        Err(message) => self.problems.push(error(file, "drift", None, &message, DRIFT_FIX)),
+                        Err(problem) => self.problems.push(error(file, "drift", None, &problem.to_string(), DRIFT_FIX)),
                     }
                     continue;
                 }
@@ -304,7 +304,7 @@ impl Loader {
                         Ok(policy) => {
                             drifts.insert(id.clone(), policy);
                         }
-                        Err(message) => self.problems.push(error(&file, &prefix, Some(&id), &message, DRIFT_FIX)),
+                        Err(problem) => self.problems.push(error(&file, &prefix, Some(&id), &problem.to_string(), DRIFT_FIX)),
                     }
                     continue;
                 }
@@ -344,10 +344,10 @@ impl Loader {
 const DRIFT_FIX: &str = "write `drift = \"allow\"`, `\"warn\"`, `\"hold\"` or `\"block\"`";
 
 /// A `drift` value, or the problem with it.
-fn drift_policy(value: &toml::Value) -> Result<crate::policy::DriftPolicy, String> {
+fn drift_policy(value: &toml::Value) -> Result<crate::policy::DriftPolicy, crate::policy::DriftPolicyError> {
     match value {
-        toml::Value::String(text) => text.parse().map_err(|e: crate::policy::DriftPolicyError| e.to_string()),
-        _ => Err("must be a string".to_owned()),
+        toml::Value::String(text) => text.parse(),
+        _ => Err(crate::policy::DriftPolicyError::NotAString),
     }
 }
 

@@ -155,29 +155,27 @@ impl Builder {
                 true
             }
             Err(problems) => {
-                eprintln!("paddock dev: the build has problems, so the last good one keeps serving:\n{problems}");
+                eprintln!("paddock dev: the build has problems, so the last good one keeps serving:\n{problems:#}");
                 false
             }
         }
     }
 
     /// `paddock check` of the build with the project's grant: what it serves, or its problems.
-    async fn check(&self, wasm: &Path) -> std::result::Result<String, String> {
+    async fn check(&self, wasm: &Path) -> Result<String> {
         let _ = std::fs::remove_dir_all(&self.staging);
-        std::fs::create_dir_all(&self.staging).map_err(|e| format!("cannot make {}: {e}", self.staging.display()))?;
-        std::fs::copy(wasm, self.staging.join(format!("{}.wasm", self.id))).map_err(|e| format!("cannot copy the build: {e}"))?;
+        std::fs::create_dir_all(&self.staging).with_context(|| format!("cannot make {}", self.staging.display()))?;
+        std::fs::copy(wasm, self.staging.join(format!("{}.wasm", self.id))).context("cannot copy the build")?;
         let grant = self.project.join(format!("{}.toml", self.id));
         if grant.is_file() {
-            std::fs::copy(&grant, self.staging.join(format!("{}.toml", self.id))).map_err(|e| format!("cannot copy the grant: {e}"))?;
+            std::fs::copy(&grant, self.staging.join(format!("{}.toml", self.id))).context("cannot copy the grant")?;
         }
-        let loaded = super::load(&self.staging, &self.common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::Once)
-            .await
-            .map_err(|e| format!("{e:#}"))?;
+        let loaded = super::load(&self.staging, &self.common, crate::runtime::RuntimeOptions::default().host_descriptors, Load::Once).await?;
         let mut problems: Vec<String> = loaded.config.problems().iter().map(ToString::to_string).collect();
         problems.extend(loaded.problems.iter().map(ToString::to_string));
         problems.extend(loaded.router_errors.iter().map(ToString::to_string));
         if !problems.is_empty() {
-            return Err(problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"));
+            bail!("{}", problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"));
         }
         let router = &loaded.router;
         let names = |kind: &str, items: Vec<String>| if items.is_empty() { None } else { Some(format!("{kind} {}", items.join(", "))) };

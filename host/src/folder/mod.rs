@@ -309,7 +309,7 @@ impl Folder {
                 continue;
             }
             if self.locked
-                && let Err(reason) = self.pinned(state, &candidate)
+                && let Err(reason) = self.pinned(state, &candidate).map_err(|e| e.to_string())
             {
                 state.failed.insert(path.clone(), Failure { stamp, grant: candidate.grant.clone(), drift, reason: reason.clone(), soft: true });
                 look.problems.push(LoadProblem { path, reason });
@@ -402,19 +402,27 @@ impl Folder {
     }
 
     /// Whether the lock pins the candidate's file, by its SHA-256.
-    fn pinned(&self, state: &State, candidate: &Candidate) -> Result<(), String> {
-        let id = &candidate.id;
-        let fix = format!("review it, then `paddock lock --accept {id}`");
-        let Some(locked) = state.lock.as_ref().and_then(|lock| lock.get(id)) else {
-            return Err(format!("not loaded: `{id}` is not in {LOCK_FILE} and the folder is served --locked (fix: {fix})"));
+    fn pinned(&self, state: &State, candidate: &Candidate) -> Result<(), NotPinned> {
+        let id = candidate.id.clone();
+        let Some(locked) = state.lock.as_ref().and_then(|lock| lock.get(&id)) else {
+            return Err(NotPinned::NotInLock { id });
         };
-        let digest = lock::file_digest(&candidate.path).map_err(|e| format!("cannot be read: {e}"))?;
-        if locked.pins_file(&digest) {
-            Ok(())
-        } else {
-            Err(format!("not loaded: its SHA-256 is {digest}, not the one {LOCK_FILE} pins, and the folder is served --locked (fix: {fix})"))
-        }
+        let digest = lock::file_digest(&candidate.path).map_err(NotPinned::Read)?;
+        if locked.pins_file(&digest) { Ok(()) } else { Err(NotPinned::OtherDigest { id, digest }) }
     }
+}
+
+/// Why a file is not loaded when the folder is served `--locked`.
+#[derive(Debug, thiserror::Error)]
+enum NotPinned {
+    #[error("not loaded: `{id}` is not in {LOCK_FILE} and the folder is served --locked (fix: review it, then `paddock lock --accept {id}`)")]
+    NotInLock { id: String },
+    #[error(
+        "not loaded: its SHA-256 is {digest}, not the one {LOCK_FILE} pins, and the folder is served --locked (fix: review it, then `paddock lock --accept {id}`)"
+    )]
+    OtherDigest { id: String, digest: String },
+    #[error("cannot be read: {0}")]
+    Read(std::io::Error),
 }
 
 /// A plugin loaded anew: a file added, written again or given another grant.

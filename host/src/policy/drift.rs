@@ -17,10 +17,14 @@ pub enum DriftPolicy {
     Block,
 }
 
-/// A drift policy that is not one of the four.
+/// A `drift` value that is not one of the four.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a drift policy (allow, warn, hold or block)")]
-pub struct DriftPolicyError(pub String);
+pub enum DriftPolicyError {
+    #[error("`{0}` is not a drift policy (allow, warn, hold or block)")]
+    Unknown(String),
+    #[error("must be a string")]
+    NotAString,
+}
 
 impl std::str::FromStr for DriftPolicy {
     type Err = DriftPolicyError;
@@ -31,7 +35,7 @@ impl std::str::FromStr for DriftPolicy {
             "warn" => Ok(DriftPolicy::Warn),
             "hold" => Ok(DriftPolicy::Hold),
             "block" => Ok(DriftPolicy::Block),
-            other => Err(DriftPolicyError(crate::escape::shorten(other))),
+            other => Err(DriftPolicyError::Unknown(crate::escape::shorten(other))),
         }
     }
 }
