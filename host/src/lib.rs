@@ -25,4 +25,5 @@ pub mod router;
 pub mod runtime;
 pub mod session;
 pub mod tasks;
+pub mod telemetry;
 pub mod transport;

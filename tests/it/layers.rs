@@ -13,7 +13,7 @@ use paddock_tests::repo_root;
 /// The layers, bottom first. The plugin seam is a contract: the router calls it and the runtime
 /// implements it, so it sits below both and imports only the wire types.
 const LAYERS: &[&[&str]] = &[
-    &["allocator", "escape", "revision", "jsonrpc", "protocol"],
+    &["allocator", "escape", "telemetry", "revision", "jsonrpc", "protocol"],
     &["identity", "input", "budget", "audit"],
     &["policy"],
     &["rate_limits"],
