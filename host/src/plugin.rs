@@ -275,6 +275,27 @@ pub enum PluginError {
     Unavailable(String),
 }
 
+impl PluginError {
+    /// The kind of failure, as one fixed word: what metrics and spans record.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PluginError::NotFound(_) => "not_found",
+            PluginError::InvalidParams(_) => "invalid_params",
+            PluginError::Failed(_) => "failed",
+            PluginError::InvalidInputResponse(_) => "invalid_input_response",
+            PluginError::Trap(_) => "trap",
+            PluginError::Cancelled => "cancelled",
+            PluginError::Timeout { .. } => "deadline",
+            PluginError::Limit { limit: Limit::Concurrency } => "concurrency_limit",
+            PluginError::Limit { limit: Limit::Resources } => "resources_limit",
+            PluginError::Limit { limit: Limit::Output } => "output_limit",
+            PluginError::Limit { limit: Limit::Memory } => "memory_limit",
+            PluginError::MalformedOutput(_) => "malformed_output",
+            PluginError::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
 /// Which of a plugin's limits a call ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
@@ -306,6 +327,11 @@ pub trait Plugin: Send + Sync {
 
     /// What the plugin declared at load time.
     fn catalog(&self) -> &Catalog;
+
+    /// Host file descriptors the plugin's running calls hold now.
+    fn descriptors_in_use(&self) -> u64 {
+        0
+    }
 
     /// Reads the plugin's lists again, in a fresh instance and under the load-time validation,
     /// after the plugin announced a change. A plugin whose lists never change keeps its

@@ -139,6 +139,8 @@ pub struct Page<'a, T> {
 struct Routed {
     plugin: usize,
     own_name: String,
+    /// The exposed name, shared with whoever labels by it (metrics).
+    exposed: Arc<str>,
 }
 
 /// An argument of a tool that 2026-07-28 clients also send as a header, `Mcp-Param-<suffix>`
@@ -350,6 +352,12 @@ impl Router {
         Some((tool, self.served[route.plugin].plugin.id()))
     }
 
+    /// The exposed name of tool `name`, when this router serves one: a label that only names
+    /// what is served, whatever a client asks for.
+    pub fn tool_label(&self, name: &str) -> Option<&Arc<str>> {
+        self.tool_routes.get(name).map(|route| &route.exposed)
+    }
+
     /// The arguments of tool `name` that 2026-07-28 clients also send as headers.
     pub fn header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
         self.tool_headers.get(name).cloned()
@@ -504,11 +512,11 @@ impl Router {
         let catalog = Arc::clone(&entry.catalog);
         for (tool, (exposed, own)) in catalog.tools.iter().zip(plan.tools) {
             self.tools.push(Tool { name: exposed.clone(), ..tool.clone() });
-            self.tool_routes.insert(exposed, Routed { plugin: index, own_name: own });
+            self.tool_routes.insert(exposed.clone(), Routed { plugin: index, own_name: own, exposed: Arc::from(exposed) });
         }
         for (prompt, (exposed, own)) in catalog.prompts.iter().zip(plan.prompts) {
             self.prompts.push(Prompt { name: exposed.clone(), ..prompt.clone() });
-            self.prompt_routes.insert(exposed, Routed { plugin: index, own_name: own });
+            self.prompt_routes.insert(exposed.clone(), Routed { plugin: index, own_name: own, exposed: Arc::from(exposed) });
         }
         for resource in &catalog.resources {
             self.resources.push(resource.clone());

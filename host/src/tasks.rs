@@ -538,6 +538,18 @@ impl TaskStore {
         held.evicted.retain(|(_, of)| of != owner);
     }
 
+    /// Tasks held now, by status.
+    pub fn by_status(&self) -> [(TaskStatus, usize); 5] {
+        let mut counts = [TaskStatus::Working, TaskStatus::InputRequired, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled].map(|s| (s, 0));
+        for task in self.held().tasks.values() {
+            let status = task.status();
+            if let Some(count) = counts.iter_mut().find(|(s, _)| *s == status) {
+                count.1 += 1;
+            }
+        }
+        counts
+    }
+
     /// Tasks held now.
     pub fn len(&self) -> usize {
         self.held().tasks.len()

@@ -8,6 +8,7 @@
 
 mod author;
 mod call;
+mod observe;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -92,6 +93,8 @@ enum Command {
         watch_settle: std::time::Duration,
         #[command(flatten)]
         http: HttpArgs,
+        #[command(flatten)]
+        observe: observe::ObserveArgs,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -425,7 +428,22 @@ fn install_logging(format: LogFormat) -> Logging {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Serve { plugins_dir, state_key_file, memory_budget, principal, audit, audit_log, watch, no_watch, locked, watch_settle, http, common } => {
+        Command::Serve {
+            plugins_dir,
+            state_key_file,
+            memory_budget,
+            principal,
+            audit,
+            audit_log,
+            watch,
+            no_watch,
+            locked,
+            watch_settle,
+            http,
+            observe,
+            common,
+        } => {
+            let _metrics = observe::start(&observe).await?;
             let watch = if no_watch { crate::folder::watch::Watch::Off } else { watch.into() };
             let audit = match (audit, audit_log) {
                 (Some(path), _) => crate::audit::Audit::to_file(&path)?,
@@ -793,6 +811,7 @@ async fn load_server(
         loaded.problems.iter().map(|p| crate::mcp::ServingProblem { path: p.path.display().to_string(), reason: p.reason.clone() }).collect();
     problems.extend(loaded.router_errors.iter().map(|e| crate::mcp::ServingProblem { path: plugins_dir.display().to_string(), reason: e.to_string() }));
     server.set_problems(problems);
+    observe::sample(&server, loaded.folder.runtime());
     Ok((server, loaded.folder))
 }
 

@@ -167,7 +167,12 @@ impl Folder {
         self.dir.join(LOCK_FILE)
     }
 
-    /// The folder served.
+    /// The runtime the folder's plugins run in.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The plugins folder.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

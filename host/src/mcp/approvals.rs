@@ -51,6 +51,7 @@ pub(super) enum Approved {
 /// A tool whose approval is `deny`: an error result, nothing runs.
 pub(super) fn denied(target: &Target) -> Result<Reply, McpError> {
     tracing::info!(tool = %crate::escape::Escaped(&shortened(target.name())), "refused: the tool's approval is deny");
+    counted("denied");
     refused(format!("the tool `{}` may not run: the server's policy never approves it", shortened(target.name())))
 }
 
@@ -121,7 +122,15 @@ fn refused(why: String) -> Result<Reply, McpError> {
     Ok(reply)
 }
 
+/// Counts an approval's outcome.
+fn counted(outcome: &'static str) {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        metrics.approval(outcome);
+    }
+}
+
 fn not_approved(scope: &Scope, target: &Target, why: &str) -> Result<Reply, McpError> {
+    counted("declined");
     tracing::info!(principal = %scope.client.principal(), tool = %crate::escape::Escaped(&shortened(target.name())), why, "the call was not approved");
     refused(format!("the call to `{}` was not approved ({why}); nothing ran", shortened(target.name())))
 }
@@ -132,7 +141,10 @@ pub(super) async fn ask_in_session(scope: &Scope, target: &Target) -> Result<App
     let request = form(scope, target);
     match scope.client.ask(std::slice::from_ref(&request), &scope.cx, None).await {
         Ok(answers) => match answers.iter().find(|a| a.key == APPROVAL_KEY).map(|a| said_yes(&a.result)) {
-            Some(Ok(())) => Ok(Approved::Run),
+            Some(Ok(())) => {
+                counted("approved");
+                Ok(Approved::Run)
+            }
             Some(Err(why)) => not_approved(scope, target, &why.to_string()).map(Approved::Answer),
             None => not_approved(scope, target, "no answer").map(Approved::Answer),
         },
@@ -155,6 +167,7 @@ pub(super) fn settle_stateless(scope: &Scope, target: &Target, plugin: &str, res
         let round = Round { requests: vec![form(scope, target)], answered: Vec::new(), plugin_state: Some(nonce.to_vec()) };
         let sealed = key.seal_for(&binding, &round, APPROVAL_TTL.min(scope.state.limits.state_ttl)).map_err(|_| McpError::internal())?;
         let requests: Map<String, Value> = round.requests.iter().map(|r| (r.key.clone(), r.to_wire())).collect();
+        counted("asked");
         return Ok(Approved::Answer(Reply::new(json!({"resultType": "input_required", "inputRequests": requests, "requestState": sealed}))));
     };
     let Some(token) = state.as_str() else {
@@ -176,7 +189,10 @@ pub(super) fn settle_stateless(scope: &Scope, target: &Target, plugin: &str, res
         return Err(McpError::InvalidParams("this approval was already answered; call the tool again to ask anew".to_owned()));
     }
     match said_yes(answer) {
-        Ok(()) => Ok(Approved::Granted),
+        Ok(()) => {
+            counted("approved");
+            Ok(Approved::Granted)
+        }
         Err(why) => not_approved(scope, target, &why.to_string()).map(Approved::Answer),
     }
 }

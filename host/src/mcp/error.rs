@@ -100,6 +100,24 @@ impl McpError {
         }
     }
 
+    /// The kind of error, as one fixed word: what metrics and spans record (`error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            McpError::InvalidParams(_) => "invalid_params",
+            McpError::MethodNotFound(_) => "method_not_found",
+            McpError::InvalidRequest(_) => "invalid_request",
+            McpError::UnknownResource { .. } => "resource_not_found",
+            McpError::MissingCapability { .. } => "missing_capability",
+            McpError::UnsupportedVersion { .. } => "unsupported_version",
+            McpError::TaskEvicted { .. } => "task_evicted",
+            McpError::InsufficientScope { .. } => "insufficient_scope",
+            McpError::RateLimited { .. } => "rate_limited",
+            McpError::Busy(_) => "busy",
+            McpError::Internal(_) => "internal_error",
+            McpError::Ended(_) => "task_failed",
+        }
+    }
+
     /// What a request that failed inside the host is answered with: nothing of the cause.
     pub fn internal() -> McpError {
         McpError::Internal("internal error".to_owned())

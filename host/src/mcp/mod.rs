@@ -81,6 +81,40 @@ impl Era {
 /// are read, then the params are parsed once and the request goes to its handler. A request
 /// that reaches policy is recorded in the audit trail once it is answered (when one is kept).
 pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
+    let Some(metrics) = crate::telemetry::metrics::get() else {
+        return audited(scope, method, params).await;
+    };
+    let started = std::time::Instant::now();
+    let tool = match method {
+        Method::CallTool => params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|name| scope.router.tool_label(name)).cloned(),
+        _ => None,
+    };
+    let result = audited(scope, method, params).await;
+    let labels = crate::telemetry::metrics::RequestLabels {
+        method: method.label(),
+        transport: scope.client.transport().as_str(),
+        era: match scope.era {
+            Era::Legacy { .. } => "session",
+            Era::Modern { .. } => "stateless",
+        },
+        outcome: outcome(&result),
+    };
+    metrics.request(labels, tool.as_ref(), started.elapsed());
+    result
+}
+
+/// How a request ended, as one word: `ok`, `tool_error` for a result that says `isError` (a
+/// successful response, but a failed tool), or the kind of error.
+pub fn outcome(result: &Result<Reply, McpError>) -> &'static str {
+    match result {
+        Ok(reply) if reply.result.get("isError").and_then(Value::as_bool) == Some(true) => "tool_error",
+        Ok(_) => "ok",
+        Err(error) => error.kind(),
+    }
+}
+
+/// `serve`, recorded in the audit trail when the request reaches policy (and a trail is kept).
+async fn audited(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
     let audit = &scope.state.callers.audit;
     if !audit.is_on() || !audited::recorded(method) {
         return serve(scope, method, params).await;

@@ -62,9 +62,22 @@ impl Method {
         }
     }
 
+    /// The method's name as a label: its name on the wire, or `other` for a method this host
+    /// does not know (a client chooses those, so they are never a label of their own).
+    pub fn label(&self) -> &'static str {
+        self.known_name().unwrap_or("other")
+    }
+
     /// The method's name on the wire.
     pub fn name(&self) -> &str {
         match self {
+            Method::Other(name) => name,
+            known => known.known_name().unwrap_or_default(),
+        }
+    }
+
+    fn known_name(&self) -> Option<&'static str> {
+        Some(match self {
             Method::Initialize => "initialize",
             Method::Ping => "ping",
             Method::Discover => "server/discover",
@@ -82,8 +95,8 @@ impl Method {
             Method::TasksUpdate => "tasks/update",
             Method::TasksResult => "tasks/result",
             Method::Listen => "subscriptions/listen",
-            Method::Other(name) => name,
-        }
+            Method::Other(_) => return None,
+        })
     }
 
     /// Whether serving it may wait (on a plugin, or on a task): such a request runs as a task of

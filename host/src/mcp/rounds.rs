@@ -173,7 +173,12 @@ pub(super) fn answer_input_required(
     let round = Round { requests: required.requests, answered: Vec::new(), plugin_state: required.state };
     let arguments = target.arguments();
     match scope.state.state_key.seal_for(&binding(plugin, target, &arguments, context.caller.as_deref()), &round, scope.state.limits.state_ttl) {
-        Ok(sealed) => Ok(input_required_result(&round.requests, sealed)),
+        Ok(sealed) => {
+            if let Some(metrics) = crate::telemetry::metrics::get() {
+                metrics.input_round("asked");
+            }
+            Ok(input_required_result(&round.requests, sealed))
+        }
         Err(too_large) => {
             let error = PluginError::MalformedOutput(too_large.to_string());
             tracing::warn!(%plugin, request = %crate::escape::Escaped(&shortened(target.name())), error = %error, "a plugin's input round was refused");
@@ -208,6 +213,9 @@ pub(super) async fn serve_in_session(scope: &Scope, target: &Target, cx: &CallCo
         if let Some(task) = task {
             task.resume();
             scope.task_changed(task);
+        }
+        if let Some(metrics) = crate::telemetry::metrics::get() {
+            metrics.input_round(asked.as_ref().map_or_else(AskFailure::kind, |_| "answered"));
         }
         let answers = match asked {
             Ok(answers) => answers,

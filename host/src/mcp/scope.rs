@@ -63,6 +63,19 @@ pub enum AskFailure {
     Plugin(String),
 }
 
+impl AskFailure {
+    /// The round's outcome, as one fixed word (what metrics record).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AskFailure::Refused { .. } => "refused",
+            AskFailure::Timeout => "timeout",
+            AskFailure::Gone => "gone",
+            AskFailure::Busy => "busy",
+            AskFailure::Plugin(_) => "too_many_rounds",
+        }
+    }
+}
+
 /// One request's scope.
 #[derive(Clone)]
 pub struct Scope {

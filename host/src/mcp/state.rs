@@ -131,6 +131,11 @@ impl ServerState {
         &self.budget
     }
 
+    /// The task store (what metrics read of it).
+    pub fn tasks(&self) -> &crate::tasks::TaskStore {
+        &self.tasks
+    }
+
     /// The state of a server for `router`, sealing request states with `state_key`.
     pub fn new(router: Arc<Router>, state_key: StateKey) -> Arc<ServerState> {
         ServerState::with_limits(router, state_key, ServerLimits::default())

@@ -101,6 +101,7 @@ pub struct Runtime {
     engine: Engine,
     cache: Option<load::cache::Cache>,
     global: Arc<Semaphore>,
+    max_instances: usize,
     /// The host interfaces, linked once for every plugin.
     linker: Arc<Linker<sandbox::store_state::HostState>>,
     slot_reset: SlotReset,
@@ -147,7 +148,13 @@ impl Runtime {
             }
         };
         let global = Arc::new(Semaphore::new(options.max_instances.max(1) as usize));
-        Ok(Runtime { engine, cache, global, linker, slot_reset, max_memory: options.max_memory, services })
+        let max_instances = options.max_instances.max(1) as usize;
+        Ok(Runtime { engine, cache, global, max_instances, linker, slot_reset, max_memory: options.max_memory, services })
+    }
+
+    /// Plugin instances running now, and how many may run at once.
+    pub fn instances(&self) -> (usize, usize) {
+        (self.max_instances.saturating_sub(self.global.available_permits()), self.max_instances)
     }
 
     /// The compiled-plugin cache directory in use, if any.

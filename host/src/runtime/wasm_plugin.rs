@@ -120,11 +120,6 @@ impl WasmPlugin {
         &self.sandbox.refusals
     }
 
-    /// Host file descriptors this plugin's running calls hold now (as charged to its budget).
-    pub fn descriptors_in_use(&self) -> u64 {
-        self.sandbox.descriptors_in_use()
-    }
-
     async fn read_catalog(&self) -> Result<Catalog, LoadError> {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
@@ -213,7 +208,7 @@ impl WasmPlugin {
         O: 'a,
         R: 'a,
     {
-        with_deadline(self.timeout(), cx, async move {
+        let served = with_deadline(self.timeout(), cx, async move {
             let context = request_context(&cx.request)?;
             let mut call = self.start(cx, self.timeout(), Some(operation)).await?;
             let export = load(&self.exports, &mut call.store, &call.instance);
@@ -221,7 +216,14 @@ impl WasmPlugin {
             let out = run(export, &mut call.store, &context).await;
             let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
             call.charged(lift(out, &mut self.budget()))
-        })
+        });
+        async move {
+            let Some(metrics) = crate::telemetry::metrics::get() else { return served.await };
+            let measured = metrics.plugin_call(&self.sandbox.plugin);
+            let result = served.await;
+            metrics.plugin_call_ended(measured, result.as_ref().map_or_else(PluginError::kind, |_| "ok"));
+            result
+        }
     }
 
     fn timeout(&self) -> Duration {
@@ -345,6 +347,10 @@ impl Plugin for WasmPlugin {
 
     fn catalog(&self) -> &Catalog {
         &self.catalog
+    }
+
+    fn descriptors_in_use(&self) -> u64 {
+        self.sandbox.descriptors_in_use()
     }
 
     fn reload_catalog(&self) -> BoxFuture<'_, Result<Catalog, PluginError>> {

@@ -57,6 +57,7 @@ impl Session {
             }
             Err(_) => Err(McpError::Busy(format!("at most {MAX_LISTENS} listen requests per connection are open at once"))),
         };
+        let _counted = crate::telemetry::metrics::held(|m| m.stream("listen"));
         let (filter, _listening) = match opened {
             Ok(opened) => opened,
             Err(error) => {

@@ -365,7 +365,10 @@ impl Session {
         let method = Method::parse(&method);
         let era = match self.era_for(&method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.deliver_error(&dest, &id, &error).await,
+            Err(error) => {
+                refused(error.kind());
+                return self.deliver_error(&dest, &id, &error).await;
+            }
         };
         let client: Arc<dyn mcp::Client> = Arc::clone(self) as Arc<dyn mcp::Client>;
         if !method.waits(era) {
@@ -404,6 +407,7 @@ impl Session {
     /// client can cancel. A refusal is answered here.
     async fn admit(&self, id: &Id, dest: &Dest) -> Option<Admitted> {
         let Ok(permit) = Arc::clone(&self.admitted).try_acquire_owned() else {
+            refused("in_flight");
             let error =
                 McpError::Busy(format!("server busy: {MAX_IN_FLIGHT} requests of this connection are already in flight; retry once some have finished"));
             self.deliver_error(dest, id, &error).await;
@@ -412,6 +416,7 @@ impl Session {
         let reserve = match self.server.budget.charge(ADMISSION_RESERVE) {
             Ok(reserve) => reserve,
             Err(over) => {
+                refused("memory_budget");
                 self.deliver_error(dest, id, &McpError::Busy(format!("server busy: {over}"))).await;
                 return None;
             }
@@ -429,6 +434,7 @@ impl Session {
             duplicate
         };
         if duplicate {
+            refused("duplicate_id");
             let error = McpError::InvalidRequest(format!("request id {} is already in use by a running request", jsonrpc::shortened(&id.to_string())));
             self.deliver_error(dest, id, &error).await;
             return None;
@@ -503,6 +509,9 @@ impl Session {
         let dropped = cx.events_dropped();
         if dropped > 0 {
             tracing::warn!(request = %id, dropped, "events of a request were dropped because its session fell behind");
+            if let Some(metrics) = crate::telemetry::metrics::get() {
+                metrics.events_dropped(dropped);
+            }
         }
         if cx.is_cancelled() {
             if outcome.is_none() {
@@ -580,6 +589,13 @@ impl Session {
 /// What a request that panicked is answered with (`-32603`, nothing of the panic), after the
 /// panic is logged with the request and the method, escaped. Every request, local or served by a
 /// plugin or a listen stream, is answered through this when it panics.
+/// Counts a request refused before it was served.
+fn refused(reason: &'static str) {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        metrics.request_refused(reason);
+    }
+}
+
 fn panicked(id: &Id, method: &str, panic: &(dyn std::any::Any + Send)) -> McpError {
     let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
     tracing::error!(request = %crate::escape::Escaped(&jsonrpc::shortened(&id.to_string())), method = %crate::escape::Escaped(&jsonrpc::shortened(method)), panic = %crate::escape::Escaped(&jsonrpc::shortened(&what)), "a request panicked");

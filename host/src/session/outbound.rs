@@ -196,6 +196,9 @@ impl Outbound {
     }
 
     fn count_shed(&self) {
+        if let Some(metrics) = crate::telemetry::metrics::get() {
+            metrics.notification_shed();
+        }
         if self.shed.fetch_add(1, Ordering::Relaxed) == 0 {
             tracing::warn!("the client reads too slowly: notifications are being dropped (the count is reported when the session ends)");
         }

@@ -31,7 +31,50 @@ pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CON
 
 /// Latency buckets, in seconds: from a tenth of a millisecond (a warm call) to five minutes (a
 /// call that waited on a person), as the MCP conventions' duration metric needs.
-const LATENCY_BUCKETS: [f64; 20] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+const LATENCY_BUCKETS: [f64; 20] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+
+/// Every family the host records into, as the exposition names it.
+pub const RECORDED: &[&str] = &[
+    "paddock_build_info",
+    "paddock_requests_total",
+    "mcp_server_operation_duration_seconds",
+    "paddock_requests_refused_total",
+    "paddock_plugin_calls_total",
+    "paddock_plugin_calls_in_flight",
+    "paddock_plugin_call_duration_seconds",
+    "paddock_plugin_refusals_total",
+    "paddock_events_dropped_total",
+    "paddock_connections",
+    "paddock_sessions",
+    "paddock_streams",
+    "paddock_http_refused_total",
+    "paddock_notifications_shed_total",
+    "paddock_replay_evicted_total",
+    "paddock_input_rounds_total",
+    "paddock_approvals_total",
+    "paddock_plugin_loads_total",
+    "paddock_compiles_total",
+    "paddock_cache_hits_total",
+];
+
+/// Every family the server's sampler reads at a scrape (`cli`), as the exposition names it.
+pub const SAMPLED: &[&str] = &[
+    "paddock_generation",
+    "paddock_plugins_serving",
+    "paddock_plugin_problems",
+    "paddock_plugin_descriptors",
+    "paddock_instances",
+    "paddock_instances_max",
+    "paddock_tasks",
+    "paddock_memory_budget_used_bytes",
+    "paddock_memory_budget_bytes",
+];
+
+/// The families of `exposition`, from its `# TYPE` lines.
+pub fn families(exposition: &str) -> Vec<&str> {
+    exposition.lines().filter_map(|line| line.strip_prefix("# TYPE ")).filter_map(|rest| rest.split(' ').next()).collect()
+}
 
 static METRICS: OnceLock<Metrics> = OnceLock::new();
 
@@ -128,7 +171,7 @@ pub struct Metrics {
     plugin_in_flight: Bounded<PluginLabels, Gauge>,
     plugin_duration: Bounded<PluginLabels, Histogram, Latency>,
     plugin_refusals: Bounded<RefusalLabels, Counter>,
-    plugin_logs_dropped: Bounded<PluginLabels, Counter>,
+    events_dropped: Counter,
     connections: Family<TransportLabel, Gauge>,
     sessions: Family<TransportLabel, Gauge>,
     streams: Family<Word, Gauge>,
@@ -157,7 +200,7 @@ impl Metrics {
             plugin_in_flight: Bounded::default(),
             plugin_duration: Bounded::with_constructor(Latency),
             plugin_refusals: Bounded::default(),
-            plugin_logs_dropped: Bounded::default(),
+            events_dropped: Counter::default(),
             connections: Family::default(),
             sessions: Family::default(),
             streams: Family::default(),
@@ -173,7 +216,11 @@ impl Metrics {
             registry: Registry::default(),
         };
         let r = &mut registry;
-        r.register("paddock_requests", "MCP requests answered, by method, transport, era and outcome (`tool_error`: a result with isError)", metrics.requests.clone());
+        r.register(
+            "paddock_requests",
+            "MCP requests answered, by method, transport, era and outcome (`tool_error`: a result with isError)",
+            metrics.requests.clone(),
+        );
         r.register_with_unit(
             "mcp_server_operation_duration",
             "How long MCP requests took to answer, by method and exposed tool",
@@ -184,8 +231,16 @@ impl Metrics {
         r.register("paddock_plugin_calls", "Calls into plugins, by plugin and outcome", metrics.plugin_calls.family.clone());
         r.register("paddock_plugin_calls_in_flight", "Calls running in each plugin now", metrics.plugin_in_flight.family.clone());
         r.register_with_unit("paddock_plugin_call_duration", "How long calls into each plugin took", Unit::Seconds, metrics.plugin_duration.family.clone());
-        r.register("paddock_plugin_refusals", "What the host refused plugins (files, network, output, resources...), by plugin and kind", metrics.plugin_refusals.family.clone());
-        r.register("paddock_plugin_log_records_dropped", "Log records of plugins dropped past their output budget", metrics.plugin_logs_dropped.family.clone());
+        r.register(
+            "paddock_plugin_refusals",
+            "What the host refused plugins (files, network, output, resources...), by plugin and kind",
+            metrics.plugin_refusals.family.clone(),
+        );
+        r.register(
+            "paddock_events_dropped",
+            "Progress and log notifications of requests dropped because their client fell behind",
+            metrics.events_dropped.clone(),
+        );
         r.register("paddock_connections", "Client connections open now, by transport", metrics.connections.clone());
         r.register("paddock_sessions", "Legacy sessions held now, by transport", metrics.sessions.clone());
         r.register("paddock_streams", "Streams open now, by kind (a session's GET stream, an HTTP+SSE stream, a 2026-07-28 listen)", metrics.streams.clone());
@@ -250,10 +305,9 @@ impl Metrics {
         self.plugin_refusals.get(labels, |l| RefusalLabels { plugin: Arc::from(OTHER), ..l }).inc();
     }
 
-    /// `plugin`'s log records dropped past its output budget.
-    pub fn plugin_logs_dropped(&self, plugin: &Arc<str>, records: u64) {
-        let labels = PluginLabels { plugin: Arc::clone(plugin) };
-        self.plugin_logs_dropped.get(labels, |_| PluginLabels { plugin: Arc::from(OTHER) }).inc_by(records);
+    /// Notifications of a request dropped because its client fell behind.
+    pub fn events_dropped(&self, events: u64) {
+        self.events_dropped.inc_by(events);
     }
 
     /// A client connection of `transport`, counted while the guard lives.
@@ -404,6 +458,11 @@ impl Samples {
         self.families.push(SampledFamily { name, help, counter: false, series });
     }
 
+    /// The families read, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.families.iter().map(|f| f.name).collect()
+    }
+
     /// A counter family `name` (its `_total` is added), each series its labels and count.
     pub fn counter(&mut self, name: &'static str, help: &'static str, series: Vec<(Vec<(&'static str, String)>, i64)>) {
         self.families.push(SampledFamily { name, help, counter: true, series });
@@ -450,6 +509,30 @@ mod tests {
         assert!(family.family.get(&PluginLabels { plugin: Arc::from(format!("p{}", MAX_SERIES)) }).is_none(), "past the bound, no new series");
         family.get(PluginLabels { plugin: Arc::from("p3") }, |_| unreachable!("a known name is not overflow")).inc();
         assert_eq!(family.family.get(&PluginLabels { plugin: Arc::from("p3") }).map(|c| c.get()), Some(2));
+    }
+
+    #[test]
+    fn recorded_lists_every_family_the_host_records_into() {
+        let metrics = Metrics::new();
+        let labels = RequestLabels { method: "ping", transport: "stdio", era: "session", outcome: "ok" };
+        metrics.request(labels, None, Duration::ZERO);
+        metrics.request_refused("in_flight");
+        let plugin: Arc<str> = Arc::from("p");
+        let call = metrics.plugin_call(&plugin);
+        metrics.plugin_call_ended(call, "trap");
+        metrics.plugin_refusal(&plugin, "file");
+        metrics.events_dropped(1);
+        let _held = [metrics.connection("stdio"), metrics.session("sse"), metrics.stream("listen")];
+        metrics.http_refused("401");
+        metrics.notification_shed();
+        metrics.replay_evicted(1);
+        metrics.input_round("answered");
+        metrics.approval("approved");
+        metrics.plugin_load("loaded");
+        metrics.compiled();
+        metrics.cache_hit();
+        let text = metrics.encode();
+        assert_eq!(families(&text), RECORDED, "RECORDED must name every family, in order:\n{text}");
     }
 
     #[test]

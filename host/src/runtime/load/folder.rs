@@ -218,6 +218,18 @@ pub async fn load_candidates(runtime: &Runtime, dir: &Path, config: &Config, can
         }
     }
     report.plugins.sort_by(|a, b| a.id.cmp(&b.id));
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        for plugin in &report.plugins {
+            metrics.plugin_load("loaded");
+            match plugin.cache {
+                CacheOutcome::Hit => metrics.cache_hit(),
+                CacheOutcome::Compiled | CacheOutcome::Recompiled | CacheOutcome::Uncached => metrics.compiled(),
+            }
+        }
+        for _ in &report.problems {
+            metrics.plugin_load("failed");
+        }
+    }
     report
 }
 

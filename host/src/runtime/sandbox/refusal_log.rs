@@ -74,6 +74,9 @@ impl Recorder {
     pub(crate) fn refuse(&self, kind: RefusalKind, target: &str) {
         let call = &self.inner;
         call.counters.bump(kind);
+        if let Some(metrics) = crate::telemetry::metrics::get() {
+            metrics.plugin_refusal(&call.plugin, kind.as_str());
+        }
         call.request_count.fetch_add(1, Ordering::Relaxed);
         let seen = call.logged[kind.index()].fetch_add(1, Ordering::Relaxed);
         if seen >= LOGGED_PER_KIND {

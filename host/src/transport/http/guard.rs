@@ -164,6 +164,11 @@ impl BearerToken {
         BearerToken::new(text.lines().next().unwrap_or(""))
     }
 
+    /// Whether `presented` is this token, compared in constant time.
+    pub fn admits(&self, presented: &str) -> bool {
+        self.matches(&Sha256::digest(presented.as_bytes()).into())
+    }
+
     fn matches(&self, presented: &[u8; 32]) -> bool {
         presented.ct_eq(&self.digest).into()
     }
@@ -555,7 +560,25 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 
 /// A refusal with a JSON-RPC error body (no id: no message was read).
 pub(super) fn refusal(status: StatusCode, message: &str) -> Response {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        metrics.http_refused(status_label(status));
+    }
     super::json_reply(status, crate::jsonrpc::error_line(None, &crate::jsonrpc::ErrorObject::new(crate::jsonrpc::INVALID_REQUEST, message)))
+}
+
+/// A refusal's status as a label: one of the statuses the listener refuses with.
+fn status_label(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        408 => "408",
+        413 => "413",
+        429 => "429",
+        503 => "503",
+        _ => "other",
+    }
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@ fn channel_body(
 ) -> Body {
     let first = futures::stream::iter([Ok::<Bytes, std::convert::Infallible>(endpoint)]);
     let expires = Box::pin(tokio::time::sleep(lifetime));
+    let ended = (ended, crate::telemetry::metrics::held(|m| m.stream("http_sse")));
     let rest = futures::stream::unfold((queue, close, ended, expires), move |(mut queue, close, ended, mut expires)| async move {
         let ticker = tokio::time::sleep(keep_alive);
         tokio::pin!(ticker);
@@ -111,7 +112,7 @@ fn channel_body(
             () = &mut ticker => sse::KEEP_ALIVE,
             () = close.cancelled() => return None,
             () = expires.as_mut() => {
-                tracing::debug!(session = %ended.id, "an HTTP+SSE stream reached the longest a stream may stay open: its session ends");
+                tracing::debug!(session = %ended.0.id, "an HTTP+SSE stream reached the longest a stream may stay open: its session ends");
                 return None;
             }
         };

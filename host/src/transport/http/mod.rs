@@ -293,9 +293,9 @@ impl HttpListener {
             // A client holding its whole share is served as a health check only; so is any
             // connection beyond the cap.
             let held = match slot {
-                Slot::Full(permit) if shared.peers.is_trusted_proxy(peer.ip()) => Ok(Held { _slot: permit, _share: None }),
+                Slot::Full(permit) if shared.peers.is_trusted_proxy(peer.ip()) => Ok(Held::new(permit, None)),
                 Slot::Full(permit) => match shared.peers.take(ClientKey::of(peer.ip()), Kind::Connection) {
-                    Ok(share) => Ok(Held { _slot: permit, _share: Some(share) }),
+                    Ok(share) => Ok(Held::new(permit, Some(share))),
                     Err(over) => {
                         drop(permit);
                         refused_connection(&peer, &over.to_string());
@@ -362,6 +362,13 @@ enum Slot {
 struct Held {
     _slot: tokio::sync::OwnedSemaphorePermit,
     _share: Option<Share>,
+    _counted: Option<crate::telemetry::metrics::Held>,
+}
+
+impl Held {
+    fn new(slot: tokio::sync::OwnedSemaphorePermit, share: Option<Share>) -> Held {
+        Held { _slot: slot, _share: share, _counted: crate::telemetry::metrics::held(|m| m.connection("http")) }
+    }
 }
 
 /// The connection a request came on: a WebSocket keeps it (and so its slot) after the upgrade.
@@ -370,6 +377,9 @@ pub(super) struct ConnectionHeld(#[allow(dead_code)] Arc<Held>);
 
 /// Logs a connection served as a health check only; at most one line a second.
 fn refused_connection(peer: &SocketAddr, why: &str) {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        metrics.http_refused("connection");
+    }
     static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let refused = REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;

@@ -55,6 +55,7 @@ pub(super) struct HttpSession {
     budget: Arc<Budget>,
     /// The client's session share, given back when the session ends.
     share: Mutex<Option<Share>>,
+    _counted: Option<crate::telemetry::metrics::Held>,
 }
 
 #[derive(Debug, Default)]
@@ -210,6 +211,12 @@ impl SessionTable {
             limits: self.limits,
             budget: Arc::clone(&self.budget),
             share: Mutex::new(Some(share)),
+            _counted: crate::telemetry::metrics::held(|m| {
+                m.session(match flavor {
+                    Flavor::Streamable => "streamable-http",
+                    Flavor::Sse => "sse",
+                })
+            }),
         });
         let mut sessions = self.lock();
         if sessions.len() >= self.max {

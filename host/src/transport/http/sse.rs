@@ -99,7 +99,8 @@ pub(super) fn body(
         Some((lifetime, share)) => (Some(Box::pin(tokio::time::sleep(lifetime))), Some(share)),
         None => (None, None),
     };
-    let live = futures::stream::unfold((live, stop, expires, share), move |(live, stop, mut expires, share)| async move {
+    let counted = crate::telemetry::metrics::held(|m| m.stream("sse"));
+    let live = futures::stream::unfold((live, stop, expires, (share, counted)), move |(live, stop, mut expires, share)| async move {
         let mut live = live?;
         let ticker = tokio::time::sleep(keep_alive);
         tokio::pin!(ticker);
@@ -115,6 +116,13 @@ pub(super) fn body(
         Some((Ok(next), (Some(live), stop, expires, share)))
     });
     Body::from_stream(replay.chain(live))
+}
+
+/// Counts an event a replay log gave up.
+fn replay_evicted() {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        metrics.replay_evicted(1);
+    }
 }
 
 /// Waits for `sleep`, or forever without one.
@@ -209,6 +217,7 @@ impl ResumableStream {
                     if let Some((_, old, _)) = log.events.pop_front() {
                         log.bytes -= old.len();
                         REPLAY_EVICTED.fetch_add(1, Ordering::Relaxed);
+                        replay_evicted();
                     }
                 }
                 Err(_) => break self.budget.force(event.len()),
@@ -219,6 +228,7 @@ impl ResumableStream {
         while log.events.len() > 1 && (log.events.len() > self.limits.events || log.bytes > self.limits.bytes) {
             if let Some((_, old, _)) = log.events.pop_front() {
                 log.bytes -= old.len();
+                replay_evicted();
             }
         }
     }

@@ -255,10 +255,21 @@ fn ephemeral_body(first: Outgoing, queue: OutboundReceiver, guard: CancelOnDrop,
         /// to close then, as at shutdown.
         expires: std::pin::Pin<Box<tokio::time::Sleep>>,
         _share: Option<Share>,
+        _counted: Option<crate::telemetry::metrics::Held>,
     }
     let keep_alive = shared.options.limits.keep_alive;
     let expires = Box::pin(tokio::time::sleep(shared.options.limits.max_stream_lifetime));
-    let state = State { first: Some(first), queue, guard, stop: shared.shutdown.clone(), stopping: false, done: false, expires, _share: share };
+    let state = State {
+        first: Some(first),
+        queue,
+        guard,
+        stop: shared.shutdown.clone(),
+        stopping: false,
+        done: false,
+        expires,
+        _share: share,
+        _counted: crate::telemetry::metrics::held(|m| m.stream("stateless_sse")),
+    };
     Body::from_stream(futures::stream::unfold(state, move |mut state| async move {
         if state.done {
             state.guard.disarm();

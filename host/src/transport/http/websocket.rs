@@ -88,6 +88,7 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Requ
         let watch = Arc::new(MessageWatch::default());
         let io = Watched::new(TokioIo::new(upgraded), Arc::clone(&watch), Arc::clone(&shared.budget));
         let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+        let _counted = crate::telemetry::metrics::held(|m| m.stream("websocket"));
         serve(shared, server, socket, watch, principal).await;
         drop(held);
     });

@@ -160,7 +160,9 @@ async fn serve_on_threads(server: Arc<ServerState>, principal: Principal) -> std
         let written = write_frames(&mut out_rx, &mut output);
         let _ = done_tx.send(written);
     })?;
+    let counted = crate::telemetry::metrics::held(|m| m.connection("stdio"));
     drive(Session::new(server, out_tx, principal, Transport::Stdio), lines_rx).await;
+    drop(counted);
     // The writer ends once every request has let go of the session. A request still running
     // after the drain, or a client that no longer reads stdout, must not keep the process
     // alive: the wait is bounded and the blocked thread is left behind for the process exit.
