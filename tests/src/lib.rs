@@ -50,6 +50,28 @@ pub fn installed_client(var: &str, what: &str) -> Option<String> {
     }
 }
 
+/// A program on `PATH` (`scripts/test` installs it from the Debian package `package` when
+/// missing). Missing under `CI=true` is a failure; elsewhere the test is skipped with a note.
+pub fn installed_tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| candidate.is_file()));
+    match found {
+        Some(path) => Some(path),
+        None if std::env::var_os("CI").is_some() => panic!("`{name}` must be installed in CI (scripts/test installs the Debian package `{package}`)"),
+        None => {
+            #[allow(clippy::print_stderr, reason = "the note a skipped test leaves for whoever runs it")]
+            {
+                eprintln!("skipped: `{name}` is missing; run scripts/test to install the Debian package `{package}`");
+            }
+            None
+        }
+    }
+}
+
+/// A loopback port nothing listens on now (for a server the test starts itself).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
 /// Runs a client script (`tests/clients/<script>`) with `interpreter` and `args`, within `WAIT`;
 /// it must succeed, and its last stdout line is its JSON summary. A failure shows both outputs
 /// and `context` (for example the server's log).

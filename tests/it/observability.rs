@@ -1,0 +1,230 @@
+//! What an operator sees: the metrics listener scraped by a real Prometheus (from the Debian
+//! package) and checked by `promtool`, label sets that stay bounded whatever clients send, and
+//! the listener's own guard (loopback, token, nothing but `/metrics`).
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use paddock_tests::http::{HttpHost, modern_meta};
+use paddock_tests::{PluginDir, WAIT, fixture_wasm, free_port, installed_tool, run_paddock};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// A host serving the fixture plugin over HTTP with metrics on, and its metrics URL.
+async fn host_with_metrics(extra: &[&str]) -> Result<(PluginDir, HttpHost, String)> {
+    let dir = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let mut args = vec!["--metrics", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let host = HttpHost::start(dir.path(), &args).await?;
+    let line = host.wait_for_log("metrics_address").await?;
+    let record: Value = serde_json::from_str(&line)?;
+    let addr = record.pointer("/fields/metrics_address").or_else(|| record.get("metrics_address")).and_then(Value::as_str).context("metrics_address")?;
+    Ok((dir, host, format!("http://{addr}/metrics")))
+}
+
+/// One 2026-07-28 request on `client`'s connection; the JSON-RPC response.
+async fn request(client: &reqwest::Client, host: &HttpHost, method: &str, mut params: Value) -> Result<Value> {
+    params["_meta"] = modern_meta(json!({}));
+    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
+    let mut post = client
+        .post(host.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        post = post.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let response = post.body(body.to_string()).send().await?;
+    Ok(response.json().await?)
+}
+
+async fn scrape(url: &str) -> Result<String> {
+    let response = reqwest::get(url).await?;
+    if response.status() != 200 {
+        bail!("scrape answered {}", response.status());
+    }
+    Ok(response.text().await?)
+}
+
+/// The value of the series written exactly `series` (name and labels).
+fn value(exposition: &str, series: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| line.strip_prefix(series).and_then(|rest| rest.strip_prefix(' '))).and_then(|v| v.parse().ok())
+}
+
+/// Every series of an exposition (name and labels, without the value).
+fn series(exposition: &str) -> BTreeSet<String> {
+    exposition.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(|l| l.rsplit_once(' ').map(|(s, _)| s.to_owned())).collect()
+}
+
+/// Calls of every kind a client controls the text of: tool arguments, templated URIs, unknown
+/// names, prompt arguments, a refused read.
+async fn varied_calls(client: &reqwest::Client, host: &HttpHost, from: usize, count: usize) -> Result<()> {
+    for i in from..from + count {
+        let response = match i % 5 {
+            0 => request(client, host, "tools/call", json!({"name": "fixture_echo", "arguments": {"text": format!("hello {i}")}})).await?,
+            1 => request(client, host, "resources/read", json!({"uri": format!("fixture://echo/{i}")})).await?,
+            2 => request(client, host, "tools/call", json!({"name": format!("unknown_{i}"), "arguments": {}})).await?,
+            3 => request(client, host, "prompts/get", json!({"name": "fixture_greet", "arguments": {"who": format!("caller {i}")}})).await?,
+            _ => request(client, host, "tools/call", json!({"name": "fixture_read", "arguments": {"path": format!("/nowhere/{i}")}})).await?,
+        };
+        if response.get("result").is_none() && response.get("error").is_none() {
+            bail!("call {i} got neither a result nor an error: {response}");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_real_prometheus_scrapes_the_request_counts_and_latency_histograms_and_promtool_accepts_them() -> Result<()> {
+    let (Some(prometheus), Some(promtool)) = (installed_tool("prometheus", "prometheus"), installed_tool("promtool", "prometheus")) else {
+        return Ok(());
+    };
+    let (_dir, host, metrics) = host_with_metrics(&[]).await?;
+    let client = reqwest::Client::new();
+    for i in 0..5 {
+        let ok = request(&client, &host, "tools/call", json!({"name": "fixture_echo", "arguments": {"text": i.to_string()}})).await?;
+        assert_eq!(ok.pointer("/result/isError").and_then(Value::as_bool), None, "{ok}");
+    }
+    let failed = request(&client, &host, "tools/call", json!({"name": "fixture_read", "arguments": {"path": "/etc/passwd"}})).await?;
+    assert_eq!(failed.pointer("/result/isError"), Some(&json!(true)), "a refused read is a tool error: {failed}");
+    let refused = request(&client, &host, "tools/call", json!({"name": "fixture_http_get", "arguments": {"url": "http://127.0.0.1:9/"}})).await?;
+    assert_eq!(refused.pointer("/result/isError"), Some(&json!(true)), "an ungranted fetch is refused: {refused}");
+    let unknown = request(&client, &host, "tools/call", json!({"name": "no_such_tool", "arguments": {}})).await?;
+    assert!(unknown.get("error").is_some(), "{unknown}");
+
+    let text = scrape(&metrics).await?;
+    let calls =
+        |outcome: &str| format!("paddock_requests_total{{method=\"tools/call\",transport=\"streamable-http\",era=\"stateless\",outcome=\"{outcome}\"}}");
+    assert_eq!(value(&text, &calls("ok")), Some(5.0), "{text}");
+    assert_eq!(value(&text, &calls("tool_error")), Some(2.0), "an isError result counts as an error outcome:\n{text}");
+    assert_eq!(value(&text, &calls("invalid_params")), Some(1.0), "{text}");
+    let echo = "{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"fixture_echo\"}";
+    assert_eq!(value(&text, &format!("mcp_server_operation_duration_seconds_count{echo}")), Some(5.0), "{text}");
+    assert!(!text.contains("no_such_tool"), "a name the router does not serve is never a label:\n{text}");
+    assert_eq!(value(&text, "paddock_plugin_calls_total{plugin=\"fixture\",outcome=\"ok\"}"), Some(7.0), "{text}");
+    assert!(value(&text, "paddock_plugin_refusals_total{plugin=\"fixture\",kind=\"network\"}").is_some_and(|n| n >= 1.0), "{text}");
+    assert_eq!(value(&text, "paddock_plugins_serving"), Some(1.0), "{text}");
+
+    let mut check = Command::new(&promtool).args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    check.stdin.take().context("stdin")?.write_all(text.as_bytes()).await?;
+    let checked = tokio::time::timeout(WAIT, check.wait_with_output()).await??;
+    assert!(
+        checked.status.success(),
+        "promtool check metrics refused the exposition:\n{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    // A real Prometheus on loopback scrapes the listener, and answers queries over its HTTP API.
+    let data = tempfile::tempdir()?;
+    let target = metrics.trim_start_matches("http://").trim_end_matches("/metrics");
+    let config = data.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: paddock\n    static_configs:\n      - targets: ['{target}']\n"),
+    )?;
+    let port = free_port();
+    let mut server = Command::new(&prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", data.path().join("tsdb").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--storage.tsdb.retention.time=1h")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("start prometheus")?;
+    let api = format!("http://127.0.0.1:{port}/api/v1/query");
+    let count = format!("paddock_requests_total{{method=\"tools/call\",outcome=\"ok\"}}");
+    let scraped = until(|| query(&client, &api, &count), |v| *v == Some(5.0)).await;
+    if scraped.is_err() {
+        server.start_kill()?;
+        let output = server.wait_with_output().await?;
+        bail!("Prometheus never saw the count: {scraped:?}\n{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let all = query(&client, &api, &format!("mcp_server_operation_duration_seconds_bucket{{gen_ai_tool_name=\"fixture_echo\",le=\"+Inf\"}}")).await?;
+    assert_eq!(all, Some(5.0), "the histogram's +Inf bucket holds every call");
+    let median =
+        query(&client, &api, "histogram_quantile(0.5, sum by (le) (mcp_server_operation_duration_seconds_bucket{gen_ai_tool_name=\"fixture_echo\"}))").await?;
+    assert!(median.is_some_and(|s| s > 0.0 && s < 1.0), "a median latency in seconds: {median:?}");
+    let errors = query(&client, &api, "sum(paddock_requests_total{outcome=\"tool_error\"})").await?;
+    assert_eq!(errors, Some(2.0));
+    Ok(())
+}
+
+/// The first value of an instant query, if the result has one.
+async fn query(client: &reqwest::Client, api: &str, promql: &str) -> Result<Option<f64>> {
+    let encoded: String =
+        promql.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { char::from(b).to_string() } else { format!("%{b:02X}") }).collect();
+    let answer: Value = client.get(format!("{api}?query={encoded}")).send().await?.json().await?;
+    if answer["status"] != "success" {
+        bail!("query {promql} failed: {answer}");
+    }
+    Ok(answer.pointer("/data/result/0/value/1").and_then(Value::as_str).and_then(|v| v.parse().ok()))
+}
+
+/// Polls `probe` until `done` holds of its answer (Prometheus has no way to say it scraped).
+async fn until<T: std::fmt::Debug, F: Future<Output = Result<T>>>(mut probe: impl FnMut() -> F, done: impl Fn(&T) -> bool) -> Result<T> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let last = probe().await;
+        if let Ok(value) = &last
+            && done(value)
+        {
+            return last;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("gave up waiting; last answer {last:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn ten_thousand_calls_with_distinct_arguments_and_uris_leave_the_series_count_unchanged() -> Result<()> {
+    let (_dir, host, metrics) = host_with_metrics(&[]).await?;
+    let client = reqwest::Client::new();
+    varied_calls(&client, &host, 0, 10).await?;
+    let before = series(&scrape(&metrics).await?);
+    varied_calls(&client, &host, 10, 10_000).await?;
+    let text = scrape(&metrics).await?;
+    let after = series(&text);
+    let added: Vec<&String> = after.difference(&before).collect();
+    assert!(added.is_empty(), "10,000 calls with client-chosen text added series: {added:?}");
+    assert_eq!(before.len(), after.len());
+    let calls = "paddock_requests_total{method=\"tools/call\",transport=\"streamable-http\",era=\"stateless\",outcome=\"ok\"}";
+    assert_eq!(value(&text, calls), Some(2002.0), "every echo was counted (the refused reads are tool errors):\n{text}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_metrics_listener_is_loopback_unless_a_token_guards_it_and_serves_nothing_else() -> Result<()> {
+    let dir = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let path = dir.path().to_str().context("path")?;
+    let (code, _, stderr) = run_paddock(&["serve", path, "--metrics", "0.0.0.0:0"]).await?;
+    assert_ne!(code, 0);
+    assert!(stderr.contains("--metrics-token-file"), "the refusal names the fix: {stderr}");
+
+    let token = "metrics-scraper-token-0123456789abcdef";
+    let token_dir = tempfile::tempdir()?;
+    let token_file = token_dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n"))?;
+    let (_dir, host, metrics) = host_with_metrics(&["--metrics-token-file", token_file.to_str().context("path")?]).await?;
+    let client = reqwest::Client::new();
+    assert_eq!(client.get(&metrics).send().await?.status(), 401);
+    assert_eq!(client.get(&metrics).bearer_auth("wrong-token-0123456789abcdefghij").send().await?.status(), 401);
+    let scraped = client.get(&metrics).bearer_auth(token).send().await?;
+    assert_eq!(scraped.status(), 200);
+    assert!(scraped.headers()["content-type"].to_str()?.starts_with("text/plain; version=0.0.4"));
+    assert!(scraped.text().await?.contains("paddock_build_info"));
+    let elsewhere = metrics.replace("/metrics", "/mcp");
+    assert_eq!(client.post(&elsewhere).bearer_auth(token).send().await?.status(), 404, "the metrics listener serves nothing but /metrics");
+    assert_eq!(client.get(host.url("/metrics")).send().await?.status(), 404, "the MCP listener never shows metrics");
+    Ok(())
+}
