@@ -141,21 +141,42 @@ async fn a_real_prometheus_scrapes_the_request_counts_and_latency_histograms_and
         .spawn()
         .context("start prometheus")?;
     let api = format!("http://127.0.0.1:{port}/api/v1/query");
-    let count = format!("paddock_requests_total{{method=\"tools/call\",outcome=\"ok\"}}");
-    let scraped = until(|| query(&client, &api, &count), |v| *v == Some(5.0)).await;
+    let count = "paddock_requests_total{method=\"tools/call\",outcome=\"ok\"}";
+    let scraped = until(|| query(&client, &api, count), |v| *v == Some(5.0)).await;
     if scraped.is_err() {
         server.start_kill()?;
         let output = server.wait_with_output().await?;
         bail!("Prometheus never saw the count: {scraped:?}\n{}", String::from_utf8_lossy(&output.stderr));
     }
-    let all = query(&client, &api, &format!("mcp_server_operation_duration_seconds_bucket{{gen_ai_tool_name=\"fixture_echo\",le=\"+Inf\"}}")).await?;
+    let all = query(&client, &api, "mcp_server_operation_duration_seconds_bucket{gen_ai_tool_name=\"fixture_echo\",le=\"+Inf\"}").await?;
     assert_eq!(all, Some(5.0), "the histogram's +Inf bucket holds every call");
     let median =
         query(&client, &api, "histogram_quantile(0.5, sum by (le) (mcp_server_operation_duration_seconds_bucket{gen_ai_tool_name=\"fixture_echo\"}))").await?;
     assert!(median.is_some_and(|s| s > 0.0 && s < 1.0), "a median latency in seconds: {median:?}");
     let errors = query(&client, &api, "sum(paddock_requests_total{outcome=\"tool_error\"})").await?;
     assert_eq!(errors, Some(2.0));
+
+    // Every query of the Grafana dashboard is one this Prometheus accepts.
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(paddock_tests::repo_root().join("host/grafana/paddock.json"))?)?;
+    let mut exprs = Vec::new();
+    collect_exprs(&dashboard, &mut exprs);
+    assert!(exprs.len() >= 20);
+    for expr in exprs {
+        let promql = expr.replace("$__rate_interval", "1m").replace("$instance", ".*");
+        query(&client, &api, &promql).await.with_context(|| format!("the dashboard's query `{expr}`"))?;
+    }
     Ok(())
+}
+
+fn collect_exprs(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::Object(object) => object.iter().for_each(|(key, value)| match (key.as_str(), value) {
+            ("expr", Value::String(expr)) => found.push(expr.clone()),
+            _ => collect_exprs(value, found),
+        }),
+        Value::Array(items) => items.iter().for_each(|item| collect_exprs(item, found)),
+        _ => {}
+    }
 }
 
 /// The first value of an instant query, if the result has one.

@@ -557,4 +557,93 @@ mod tests {
             assert!(text.contains(line), "missing `{line}` in:\n{text}");
         }
     }
+
+    /// The metric names a PromQL expression reads: identifiers outside label matchers (`{...}`)
+    /// and grouping clauses (`by (...)`, `without (...)`), keeping those of this host's families.
+    fn metric_names(expr: &str) -> Vec<&str> {
+        let mut names = Vec::new();
+        let (bytes, mut i, mut braces) = (expr.as_bytes(), 0, 0usize);
+        while i < bytes.len() {
+            match bytes[i] {
+                b'{' => braces += 1,
+                b'}' => braces = braces.saturating_sub(1),
+                b'"' => {
+                    i += 1;
+                    while i < bytes.len() && bytes[i] != b'"' {
+                        i += 1;
+                    }
+                }
+                c if c.is_ascii_alphabetic() || c == b'_' => {
+                    let start = i;
+                    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b':') {
+                        i += 1;
+                    }
+                    let word = &expr[start..i];
+                    if (word == "by" || word == "without") && braces == 0 {
+                        let close = expr[i..].find(')').map_or(bytes.len(), |end| i + end);
+                        i = close;
+                    } else if braces == 0 && (word.starts_with("paddock_") || word.starts_with("mcp_")) {
+                        names.push(word);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        names
+    }
+
+    /// Every query of a dashboard: panel targets' `expr` and template variables' queries.
+    fn queries(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(object) => {
+                for (key, value) in object {
+                    match (key.as_str(), value) {
+                        ("expr" | "definition", serde_json::Value::String(query)) => found.push(query.clone()),
+                        _ => queries(value, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| queries(item, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_query_of_the_dashboard_reads_only_metrics_this_host_exports() {
+        let dashboard: serde_json::Value = serde_json::from_str(include_str!("../../grafana/paddock.json")).expect("the dashboard is JSON");
+        let mut found = Vec::new();
+        queries(&dashboard, &mut found);
+        assert!(found.len() >= 20, "the dashboard has its queries: {found:?}");
+        let exported: std::collections::BTreeSet<&str> = RECORDED.iter().chain(SAMPLED).copied().collect();
+        for query in &found {
+            let names = metric_names(query);
+            assert!(!names.is_empty(), "`{query}` reads no metric of this host");
+            for name in names {
+                let family =
+                    ["_bucket", "_sum", "_count"].iter().find_map(|suffix| name.strip_suffix(suffix).filter(|f| f.ends_with("_seconds"))).unwrap_or(name);
+                assert!(exported.contains(family), "`{query}` reads `{name}`, which this host does not export");
+            }
+        }
+        let all = found.join("\n");
+        for shown in [
+            "rate(paddock_requests_total",
+            "histogram_quantile(0.5, sum by (le, gen_ai_tool_name) (rate(mcp_server_operation_duration_seconds_bucket",
+            "histogram_quantile(0.99, sum by (le, gen_ai_tool_name) (rate(mcp_server_operation_duration_seconds_bucket",
+            "sum by (outcome) (rate(paddock_requests_total",
+            "sum by (plugin, kind) (rate(paddock_plugin_refusals_total",
+            "paddock_sessions",
+            "paddock_streams",
+        ] {
+            assert!(all.contains(shown), "the dashboard shows `{shown}`");
+        }
+    }
+
+    #[test]
+    fn metric_names_are_told_from_label_names() {
+        let query = r#"histogram_quantile(0.99, sum by (le, mcp_method_name) (rate(mcp_server_operation_duration_seconds_bucket{mcp_method_name="tools/call",x="paddock_fake"}[5m])))"#;
+        assert_eq!(metric_names(query), ["mcp_server_operation_duration_seconds_bucket"]);
+        assert_eq!(metric_names("paddock_a / paddock_b"), ["paddock_a", "paddock_b"]);
+    }
 }
