@@ -13,7 +13,8 @@ use paddock_tests::repo_root;
 /// The layers, bottom first. The plugin seam is a contract: the router calls it and the runtime
 /// implements it, so it sits below both and imports only the wire types.
 const LAYERS: &[&[&str]] = &[
-    &["allocator", "escape", "telemetry", "revision", "jsonrpc", "protocol"],
+    &["allocator", "escape", "revision", "jsonrpc", "protocol"],
+    &["telemetry"],
     &["identity", "input", "budget", "audit"],
     &["policy"],
     &["rate_limits"],

@@ -1,5 +1,7 @@
-//! `paddock serve --metrics`: the metrics listener, started before the plugins load (so their
-//! loads are counted), and the sampler that reads the server's own state at each scrape.
+//! `paddock serve --metrics` and `--otlp-endpoint`: the metrics listener, started before the
+//! plugins load (so their loads are counted), the sampler that reads the server's own state at
+//! each scrape, and the OTLP span exporter (configured by the flag or the standard `OTEL_*`
+//! variables, off unless one of them names an endpoint).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,6 +23,72 @@ pub(super) struct ObserveArgs {
     /// A file whose first line is the bearer token every scrape must present.
     #[arg(long, value_name = "FILE", requires = "metrics")]
     metrics_token_file: Option<PathBuf>,
+    /// Export spans over OTLP (HTTP/protobuf) to this collector, e.g. http://127.0.0.1:4318
+    /// (`/v1/traces` is added). Without it, `OTEL_EXPORTER_OTLP_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` turn the export on; `OTEL_SDK_DISABLED=true` or
+    /// `OTEL_TRACES_EXPORTER=none` keep it off.
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+}
+
+/// The span exporter, flushed and shut down when dropped.
+pub(super) struct Traces(Option<opentelemetry_sdk::trace::SdkTracerProvider>);
+
+impl Drop for Traces {
+    fn drop(&mut self) {
+        if let Some(provider) = self.0.take() {
+            // Flushing blocks on the exporter's thread: never on a runtime worker.
+            let flush = move || {
+                if let Err(err) = provider.shutdown_with_timeout(std::time::Duration::from_secs(5)) {
+                    tracing::warn!(error = %err, "spans still queued at exit could not be exported");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(_) => tokio::task::block_in_place(flush),
+                Err(_) => flush(),
+            }
+        }
+    }
+}
+
+/// Whether the environment asks for spans: an endpoint named, and the SDK not disabled.
+fn traces_configured(flag: Option<&str>) -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+        || std::env::var("OTEL_TRACES_EXPORTER").is_ok_and(|v| v.eq_ignore_ascii_case("none"));
+    !disabled && (flag.is_some() || set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+/// Starts exporting spans when configured; they are flushed when the guard drops.
+pub(super) async fn start_traces(args: &ObserveArgs) -> Result<Traces> {
+    if !traces_configured(args.otlp_endpoint.as_deref()) {
+        return Ok(Traces(None));
+    }
+    let endpoint = args.otlp_endpoint.as_ref().map(|url| format!("{}/v1/traces", url.trim_end_matches('/')));
+    // The exporter's blocking HTTP client owns a runtime of its own: it is made off the
+    // async workers, as it must be.
+    let provider = tokio::task::spawn_blocking(move || -> Result<opentelemetry_sdk::trace::SdkTracerProvider> {
+        use opentelemetry_otlp::WithExportConfig;
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
+        if let Some(endpoint) = endpoint {
+            exporter = exporter.with_endpoint(endpoint);
+        }
+        let exporter = exporter.build().context("cannot set up the OTLP exporter")?;
+        let mut resource = opentelemetry_sdk::Resource::builder().with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+        if std::env::var("OTEL_SERVICE_NAME").is_err() {
+            resource = resource.with_service_name("paddock");
+        }
+        Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_batch_exporter(crate::telemetry::export::Watched::new(exporter))
+            .with_resource(resource.build())
+            .build())
+    })
+    .await
+    .context("setting up the OTLP exporter failed")??;
+    use opentelemetry::trace::TracerProvider as _;
+    crate::telemetry::trace::install(provider.tracer("paddock"));
+    tracing::info!(endpoint = args.otlp_endpoint.as_deref().unwrap_or("from OTEL_EXPORTER_OTLP_*"), "exporting spans over OTLP");
+    Ok(Traces(Some(provider)))
 }
 
 /// Starts the metrics listener when asked for; it stops when the returned guard drops.

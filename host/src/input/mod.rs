@@ -150,6 +150,13 @@ pub struct TraceContext {
     pub baggage: Option<String>,
 }
 
+impl TraceContext {
+    /// The `traceparent` and `tracestate`, as the trace layer reads them.
+    pub fn carried(&self) -> crate::telemetry::trace::Carried {
+        crate::telemetry::trace::Carried { traceparent: self.traceparent.clone(), tracestate: self.tracestate.clone() }
+    }
+}
+
 /// Who asked, under which protocol, and with which answers: handed to every call into a plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestContext {

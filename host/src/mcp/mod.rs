@@ -16,6 +16,7 @@ mod error;
 mod lifecycle;
 mod lists;
 mod notifier;
+mod observed;
 mod reply;
 mod request;
 mod rounds;
@@ -80,27 +81,46 @@ impl Era {
 /// Serves one request in its scope: what this era or client lacks is refused before its params
 /// are read, then the params are parsed once and the request goes to its handler. A request
 /// that reaches policy is recorded in the audit trail once it is answered (when one is kept).
+///
+/// When metrics or traces are on, the request is measured and, with traces, served inside its
+/// server span (`observed::server_span`), which its plugin sees as its parent.
 pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
-    let Some(metrics) = crate::telemetry::metrics::get() else {
+    let metrics = crate::telemetry::metrics::get();
+    if metrics.is_none() && !crate::telemetry::trace::on() {
         return audited(scope, method, params).await;
-    };
+    }
     let started = std::time::Instant::now();
     let tool = match method {
         Method::CallTool => params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|name| scope.router.tool_label(name)).cloned(),
         _ => None,
     };
-    let result = audited(scope, method, params).await;
-    let labels = crate::telemetry::metrics::RequestLabels {
-        method: method.label(),
-        transport: scope.client.transport().as_str(),
-        era: match scope.era {
-            Era::Legacy { .. } => "session",
-            Era::Modern { .. } => "stateless",
-        },
-        outcome: outcome(&result),
+    let span = observed::server_span(scope, method, params.as_ref(), tool.as_deref());
+    let result = match span.carried() {
+        Some(carried) => {
+            let traced = scope.with_trace(carried);
+            let (trace_id, span_id) = span.ids().unwrap_or_default();
+            // Log records made while serving carry the trace and span they belong to.
+            let logged = tracing::info_span!("request", trace_id = %trace_id, span_id = %span_id);
+            tracing::Instrument::instrument(audited(&traced, method, params), logged).await
+        }
+        None => audited(scope, method, params).await,
     };
-    metrics.request(labels, tool.as_ref(), started.elapsed());
+    let outcome = outcome(&result);
+    if outcome != "ok" {
+        span.fail(outcome);
+    }
+    if let Some(metrics) = metrics {
+        let labels = crate::telemetry::metrics::RequestLabels { method: method.label(), transport: scope.client.transport().as_str(), era: era_label(scope.era), outcome };
+        metrics.request(labels, tool.as_ref(), started.elapsed());
+    }
     result
+}
+
+fn era_label(era: Era) -> &'static str {
+    match era {
+        Era::Legacy { .. } => "session",
+        Era::Modern { .. } => "stateless",
+    }
 }
 
 /// How a request ended, as one word: `ok`, `tool_error` for a result that says `isError` (a

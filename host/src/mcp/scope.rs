@@ -29,6 +29,11 @@ pub trait Client: Send + Sync {
     fn principal(&self) -> &Principal;
     /// The transport the channel is.
     fn transport(&self) -> Transport;
+    /// The session id the client sends (`Mcp-Session-Id`, or HTTP+SSE's `session_id`), when the
+    /// channel is a legacy HTTP session.
+    fn wire_session(&self) -> Option<std::sync::Arc<str>> {
+        None
+    }
     /// Whose quota the tasks created here count against.
     fn quota(&self) -> QuotaKey;
     /// What a legacy client declared at `initialize`: its capabilities and its info.
@@ -98,6 +103,15 @@ impl Scope {
     /// What the request's plugin is told (protocol, client, `_meta`, caller).
     pub fn context(&self) -> &RequestContext {
         &self.cx.request
+    }
+
+    /// This scope with the request's trace context replaced by `carried` (its server span): what
+    /// its plugin is told, and what its outgoing requests continue.
+    pub(super) fn with_trace(&self, carried: crate::telemetry::trace::Carried) -> Scope {
+        let mut context = (*self.cx.request).clone();
+        context.trace.traceparent = carried.traceparent;
+        context.trace.tracestate = carried.tracestate;
+        Scope { cx: self.cx.clone().with_request(context), ..self.clone() }
     }
 
     /// The revision the request is served under.

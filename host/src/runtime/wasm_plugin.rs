@@ -23,6 +23,7 @@ use super::sandbox::store_state::{HostState, PrepareError, Stop};
 use crate::input::Outcome;
 use crate::plugin::{BoxFuture, CallContext, Catalog, Limit, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
+use crate::telemetry::trace::{Attribute, Carried, Kind, Span};
 use crate::protocol::{CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ReadResourceResult};
 
 /// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB), whatever the
@@ -123,7 +124,7 @@ impl WasmPlugin {
     async fn read_catalog(&self) -> Result<Catalog, LoadError> {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
-            let mut call = self.start(&cx, LOAD_TIMEOUT, None).await?;
+            let mut call = self.start(&cx, LOAD_TIMEOUT, None, &Span::default(), Carried::default()).await?;
             // The one instance that uses every interface: load them all, as the bindings do.
             let all = bindings::Plugin::new(&mut call.store, &call.instance);
             let s = &mut call.store;
@@ -148,7 +149,10 @@ impl WasmPlugin {
 
     /// Admits a call through the plugin's and the global gate, then builds a fresh store and
     /// instance with the deadline armed.
-    async fn start(&self, cx: &CallContext, timeout: Duration, operation: Option<&str>) -> Result<Call, PluginError> {
+    ///
+    /// `span` is the run's span (the instantiation is a child of it); `trace` the context the
+    /// run's outgoing requests continue when no span is made.
+    async fn start(&self, cx: &CallContext, timeout: Duration, operation: Option<&str>, span: &Span, trace: Carried) -> Result<Call, PluginError> {
         let waited = async {
             let own = self.gate.clone().acquire_owned().await;
             let all = self.global.clone().acquire_owned().await;
@@ -158,7 +162,8 @@ impl WasmPlugin {
             }
         };
         let permits = tokio::time::timeout(timeout, waited).await.map_err(|_| PluginError::Limit { limit: Limit::Concurrency })??;
-        let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from)).map_err(|e| match e {
+        let trace = span.carried().unwrap_or(trace);
+        let state = HostState::new(&self.sandbox, cx.clone(), operation.map(Arc::from), trace).map_err(|e| match e {
             PrepareError::Descriptors(_) => PluginError::Limit { limit: Limit::Resources },
             PrepareError::Io(e) => PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")),
         })?;
@@ -185,7 +190,9 @@ impl WasmPlugin {
             // Yield every tick so a busy guest never holds a tokio worker.
             Ok(UpdateDeadline::Yield(1))
         });
+        let instantiating = Span::start("instantiate", Kind::Internal, &span.context(), Vec::new());
         let instance = self.pre.instance_pre().instantiate_async(&mut store).await;
+        drop(instantiating);
         let instance = call_finish(&mut store, instance, timeout)?;
         Ok(Call { store, instance, timeout, _permits: permits })
     }
@@ -209,13 +216,22 @@ impl WasmPlugin {
         R: 'a,
     {
         let served = with_deadline(self.timeout(), cx, async move {
-            let context = request_context(&cx.request)?;
-            let mut call = self.start(cx, self.timeout(), Some(operation)).await?;
-            let export = load(&self.exports, &mut call.store, &call.instance);
-            let export = call_finish(&mut call.store, export, call.timeout)?;
-            let out = run(export, &mut call.store, &context).await;
-            let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
-            call.charged(lift(out, &mut self.budget()))
+            let carried = cx.request.trace.carried();
+            let span = Span::child_of(&carried, format!("run {}", self.id), Kind::Internal, self.span_attributes(operation));
+            let served = async {
+                let context = request_context(&cx.request)?;
+                let mut call = self.start(cx, self.timeout(), Some(operation), &span, carried).await?;
+                let export = load(&self.exports, &mut call.store, &call.instance);
+                let export = call_finish(&mut call.store, export, call.timeout)?;
+                let out = run(export, &mut call.store, &context).await;
+                let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
+                call.charged(lift(out, &mut self.budget()))
+            }
+            .await;
+            if let Err(error) = &served {
+                span.fail(error.kind());
+            }
+            served
         });
         async move {
             let Some(metrics) = crate::telemetry::metrics::get() else { return served.await };
@@ -224,6 +240,14 @@ impl WasmPlugin {
             metrics.plugin_call_ended(measured, result.as_ref().map_or_else(PluginError::kind, |_| "ok"));
             result
         }
+    }
+
+    /// What a run's span says of it: the plugin and what it was asked for.
+    fn span_attributes(&self, operation: &str) -> Vec<Attribute> {
+        if !crate::telemetry::trace::on() {
+            return Vec::new();
+        }
+        vec![Attribute::new("paddock.plugin.id", self.id.clone()), Attribute::new("paddock.plugin.operation", crate::escape::shorten(operation))]
     }
 
     fn timeout(&self) -> Duration {

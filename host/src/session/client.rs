@@ -30,6 +30,10 @@ impl mcp::Client for Session {
         self.transport
     }
 
+    fn wire_session(&self) -> Option<Arc<str>> {
+        self.wire_id.get().cloned()
+    }
+
     fn quota(&self) -> QuotaKey {
         // A request without a session counts against its principal when it authenticated one,
         // else against what the transport knows of the client; a legacy session or stdio is

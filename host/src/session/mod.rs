@@ -145,6 +145,8 @@ pub struct Session {
     /// Who every request of this channel is served for, fixed when the channel opened.
     principal: Principal,
     transport: Transport,
+    /// The id its client knows it by, for a legacy HTTP session (set once, by the transport).
+    wire_id: std::sync::OnceLock<Arc<str>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -194,7 +196,13 @@ impl Session {
             client,
             principal,
             transport,
+            wire_id: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Records the id the client knows this session by (a legacy HTTP session's).
+    pub fn set_wire_id(&self, id: &str) {
+        let _ = self.wire_id.set(Arc::from(id));
     }
 
     /// Who this channel's requests are served for.

@@ -27,6 +27,7 @@ use super::descriptors::{DescriptorPool, HeldDescriptor};
 use super::egress::{Charge, Egress, ResponseBudget, Timeouts};
 use super::refusal_log::Recorder;
 use crate::policy::{EgressRules, RefusalKind, Target};
+use crate::telemetry::trace::{Attribute, Carried, Kind, Span};
 
 /// Longest wait for a connection (all vetted addresses together), and for the TLS and HTTP
 /// handshakes after it.
@@ -61,6 +62,9 @@ pub(crate) struct HttpPolicy {
     pub(crate) budget: Arc<ResponseBudget>,
     /// The plugin's descriptor pool: each connection holds one.
     pub(crate) descriptors: Arc<DescriptorPool>,
+    /// The trace context each outgoing request continues: the plugin run's span, or (when no
+    /// spans are made) the client's own context.
+    pub(crate) trace: Carried,
 }
 
 type ResponseFuture =
@@ -133,13 +137,60 @@ impl WasiHttpHooks for HttpPolicy {
         for secret in self.secrets.iter().filter(|s| s.target == target) {
             request.headers_mut().insert(secret.header.clone(), secret.value.clone());
         }
+        let span = self.carry_trace(&mut request, &target);
         let timeouts = cap_timeouts(options);
         let charge = Charge { recorder: self.recorder.clone(), budget: self.budget.clone(), _permit: permit, _descriptor: descriptor };
         let egress = self.egress.clone();
         let rules = self.rules.clone();
-        Box::new(async move { egress.send(&target, &rules, request, timeouts, charge).await })
+        Box::new(async move {
+            let sent = egress.send(&target, &rules, request, timeouts, charge).await;
+            match &sent {
+                Ok((response, _)) => {
+                    span.set(Attribute::new("http.response.status_code", i64::from(response.status().as_u16())));
+                    if response.status().is_server_error() {
+                        span.fail("http_error");
+                    }
+                }
+                Err(_) => span.fail("request_failed"),
+            }
+            sent
+        })
     }
 }
+
+impl HttpPolicy {
+    /// Starts the span of an outgoing request (when spans are made) and sets the request's
+    /// `traceparent` and `tracestate` to it, or to the context the call continues, replacing
+    /// whatever the plugin set: the host, not the plugin, says where the request sits in the
+    /// trace. A call without a context leaves the request's headers as the plugin wrote them.
+    fn carry_trace(&self, request: &mut http::Request<WasiBody>, target: &Target) -> Span {
+        if self.trace.traceparent.is_none() {
+            return Span::default();
+        }
+        let method = request.method().as_str().to_owned();
+        let attributes = vec![
+            Attribute::new("http.request.method", method.clone()),
+            Attribute::new("server.address", target.host.clone()),
+            Attribute::new("server.port", i64::from(target.port)),
+            Attribute::new("url.scheme", target.scheme.clone()),
+        ];
+        let span = Span::child_of(&self.trace, method, Kind::Client, attributes);
+        let carried = span.carried().unwrap_or_else(|| self.trace.validated());
+        let headers = request.headers_mut();
+        headers.remove(TRACEPARENT);
+        headers.remove(TRACESTATE);
+        if let Some(value) = carried.traceparent.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
+            headers.insert(TRACEPARENT, value);
+        }
+        if let Some(value) = carried.tracestate.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
+            headers.insert(TRACESTATE, value);
+        }
+        span
+    }
+}
+
+const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
 
 fn cap_timeouts(options: Option<RequestOptions>) -> Timeouts {
     let options = options.unwrap_or_default();

@@ -6,6 +6,7 @@
 //! closed, stdout/stderr forwarded to the log (bounded), no sockets, no DNS. Everything else
 //! comes from the `policy::Grant`; the host's own stdio, environment and network are never passed through.
 
+use crate::telemetry::trace::Carried;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -139,7 +140,7 @@ impl HostState {
     /// # Errors
     /// No descriptor budget left for the call's preopens (recorded), or a pinned directory
     /// that can no longer be re-opened.
-    pub(crate) fn new(sandbox: &Sandbox, cx: CallContext, operation: Option<Arc<str>>) -> Result<HostState, PrepareError> {
+    pub(crate) fn new(sandbox: &Sandbox, cx: CallContext, operation: Option<Arc<str>>, trace: Carried) -> Result<HostState, PrepareError> {
         let grant = &sandbox.grant;
         let recorder = Recorder::new(sandbox.plugin.clone(), cx.request_id.clone(), operation, sandbox.refusals.clone(), cx.refusal_counter());
         let preopens = sandbox.dirs.len() as u64;
@@ -181,6 +182,7 @@ impl HostState {
                 descriptors: sandbox.descriptors.clone(),
                 in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
                 budget: Arc::new(ResponseBudget::new(grant.limits.memory)),
+                trace,
             },
             limiter: MemoryLimiter::new(grant.limits.memory, recorder.clone()),
             cx,

@@ -31,6 +31,7 @@ mod resource;
 mod sessions;
 mod sse;
 mod streamable;
+mod trace_context;
 mod websocket;
 mod ws_frames;
 
@@ -496,8 +497,9 @@ async fn guarded(path: &str, handler: impl std::future::Future<Output = axum::re
 }
 
 /// `ready` once the plugins are loaded; asked for JSON (`Accept: application/json`), the detail:
-/// the generation serving, the plugins served, and every file not served as it is on disk with
-/// the reason (behind the bearer token when the listener has one).
+/// the generation serving, the plugins served, every file not served as it is on disk with the
+/// reason, whether metrics are on, and how the span exporter is doing (`null` when traces are
+/// off); behind the bearer token when the listener has one.
 async fn readyz(State(shared): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> axum::response::Response {
     let server = match shared.server() {
         Ok(server) => server,
@@ -517,6 +519,8 @@ async fn readyz(State(shared): State<Arc<Shared>>, headers: axum::http::HeaderMa
         "generation": router.generation(),
         "plugins": plugins,
         "problems": &*server.problems(),
+        "metrics": crate::telemetry::metrics::get().is_some(),
+        "exporter": crate::telemetry::export::health().map(crate::telemetry::export::ExportHealth::report),
     });
     json_reply(StatusCode::OK, detail.to_string())
 }

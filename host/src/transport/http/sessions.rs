@@ -196,6 +196,7 @@ impl SessionTable {
     /// holds `share` (its client's) until it ends. `shutdown` closes its idle streams.
     pub(super) fn create(&self, session: Arc<Session>, flavor: Flavor, shutdown: &CancellationToken, share: Share) -> Result<Arc<HttpSession>, SessionsFull> {
         let id = new_id().map_err(|_| SessionsFull)?;
+        session.set_wire_id(&id);
         let mut streams = Streams::default();
         if flavor == Flavor::Streamable {
             streams.live.insert(0, ResumableStream::new(0, self.limits, &self.budget));

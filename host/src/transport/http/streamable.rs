@@ -72,10 +72,11 @@ pub(super) async fn post(
     {
         return refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
     }
-    let value = match parse_body(&body) {
+    let mut value = match parse_body(&body) {
         Ok(value) => value,
         Err(response) => return response,
     };
+    super::trace_context::carry(&headers, &mut value);
     let session_id = header_str(&headers, SESSION_ID);
     let version = header_str(&headers, PROTOCOL_VERSION);
     let modern_message = value.as_object().and_then(|m| m.get("params")).and_then(Value::as_object).is_some_and(|p| is_modern(Some(p)));
