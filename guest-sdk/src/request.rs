@@ -169,9 +169,22 @@ impl Request {
         self.context.has_progress_token
     }
 
-    /// The W3C `traceparent` of the request, when the client sent one.
+    /// The W3C `traceparent` this call continues: the host's span of the request when the host
+    /// exports traces, else the client's own, when it sent one. The host adds the context to
+    /// every outgoing HTTP request of the call by itself; a plugin needs this only to pass the
+    /// trace on some other way.
     pub fn traceparent(&self) -> Option<&str> {
         self.context.trace.traceparent.as_deref()
+    }
+
+    /// The W3C `tracestate` that goes with `traceparent`, when there is one.
+    pub fn tracestate(&self) -> Option<&str> {
+        self.context.trace.tracestate.as_deref()
+    }
+
+    /// The W3C `baggage` the client sent with the request, when it sent one.
+    pub fn baggage(&self) -> Option<&str> {
+        self.context.trace.baggage.as_deref()
     }
 
     /// The authenticated caller, when the transport authenticates one.

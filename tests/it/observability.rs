@@ -249,3 +249,220 @@ async fn the_metrics_listener_is_loopback_unless_a_token_guards_it_and_serves_no
     assert_eq!(client.get(host.url("/metrics")).send().await?.status(), 404, "the MCP listener never shows metrics");
     Ok(())
 }
+
+/// One span as the OTLP receiver decoded it.
+#[derive(Debug, Clone)]
+struct Received {
+    name: String,
+    kind: i32,
+    trace_id: String,
+    span_id: String,
+    parent: String,
+    attributes: Vec<(String, String)>,
+    error: bool,
+}
+
+impl Received {
+    fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads one HTTP/1.1 request (head and `Content-Length` body) from `socket`.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let read = socket.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.trim().parse::<usize>().ok()))
+        .unwrap_or(0);
+    let mut body = buffer[head_end..].to_vec();
+    while body.len() < length {
+        let read = socket.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
+        body.extend_from_slice(&chunk[..read]);
+    }
+    Some((head, body))
+}
+
+/// An OTLP/HTTP receiver on loopback, decoding every export into the spans it holds.
+async fn otlp_receiver() -> Result<(std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<Received>>>)> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let spans = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = std::sync::Arc::clone(&spans);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let held = std::sync::Arc::clone(&held);
+            tokio::spawn(async move {
+                while let Some((head, body)) = read_request(&mut socket).await {
+                    if head.starts_with("POST /v1/traces")
+                        && let Ok(export) = ExportTraceServiceRequest::decode(body.as_slice())
+                    {
+                        let mut held = held.lock().expect("spans");
+                        for span in export.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
+                            let attributes = span
+                                .attributes
+                                .iter()
+                                .map(|kv| {
+                                    let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                                        Some(Any::StringValue(s)) => s.clone(),
+                                        Some(Any::IntValue(i)) => i.to_string(),
+                                        Some(Any::BoolValue(b)) => b.to_string(),
+                                        other => format!("{other:?}"),
+                                    };
+                                    (kv.key.clone(), value)
+                                })
+                                .collect();
+                            held.push(Received {
+                                name: span.name.clone(),
+                                kind: span.kind,
+                                trace_id: hex(&span.trace_id),
+                                span_id: hex(&span.span_id),
+                                parent: hex(&span.parent_span_id),
+                                attributes,
+                                error: span.status.as_ref().is_some_and(|s| s.code == 2),
+                            });
+                        }
+                    }
+                    let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if tokio::io::AsyncWriteExt::write_all(&mut socket, reply).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    Ok((addr, spans))
+}
+
+/// A loopback HTTP server that answers `hello` and keeps the head of every request it gets.
+async fn upstream() -> Result<(std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = std::sync::Arc::clone(&heads);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            if let Some((head, _)) = read_request(&mut socket).await {
+                held.lock().expect("heads").push(head);
+            }
+            let _ = tokio::io::AsyncWriteExt::write_all(&mut socket, b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello").await;
+        }
+    });
+    Ok((addr, heads))
+}
+
+#[tokio::test]
+async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_into_the_upstream_request() -> Result<()> {
+    let (collector, spans) = otlp_receiver().await?;
+    let (upstream, heads) = upstream().await?;
+    let dir = PluginDir::new()
+        .add("fetch", &paddock_tests::sample_wasm("fetch"))
+        .add("fixture", &fixture_wasm("fixture"))
+        .write("fetch.toml", format!("network = [\"http://{upstream}\"]\n"));
+    let endpoint = format!("http://{collector}");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "50")];
+    let host = HttpHost::start_with_env(dir.path(), &[], &env).await?;
+    let client = reqwest::Client::new();
+
+    // The client's context in `_meta`: the server span continues it.
+    let (trace, client_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let mut params = json!({"name": "fetch_get", "arguments": {"url": format!("http://{upstream}/data")}});
+    params["_meta"] = modern_meta(json!({}));
+    params["_meta"]["traceparent"] = json!(format!("00-{trace}-{client_span}-01"));
+    let fetched = post_traced(&client, &host, "tools/call", params, None).await?;
+    assert_eq!(fetched.pointer("/result/isError"), None, "{fetched}");
+
+    // The context in the HTTP headers, when `_meta` has none; a refused fetch is a tool error.
+    let (header_trace, header_span) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let mut params = json!({"name": "fetch_get", "arguments": {"url": "http://127.0.0.1:9/"}});
+    params["_meta"] = modern_meta(json!({}));
+    let refused = post_traced(&client, &host, "tools/call", params, Some(&format!("00-{header_trace}-{header_span}-01"))).await?;
+    assert_eq!(refused.pointer("/result/isError"), Some(&json!(true)), "{refused}");
+
+    // The plugin is told the server span as its parent.
+    let (seen_trace, seen_span) = ("11111111111111111111111111111111", "2222222222222222");
+    let mut params = json!({"name": "fixture_context", "arguments": {}});
+    params["_meta"] = modern_meta(json!({}));
+    params["_meta"]["traceparent"] = json!(format!("00-{seen_trace}-{seen_span}-01"));
+    let seen = post_traced(&client, &host, "tools/call", params, None).await?;
+    let told: Value = serde_json::from_str(seen.pointer("/result/content/0/text").and_then(Value::as_str).context("context text")?)?;
+
+    let spans = until(
+        || async { Ok(spans.lock().expect("spans").clone()) },
+        |spans: &Vec<Received>| {
+            let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+            names.iter().filter(|n| **n == "tools/call fetch_get").count() >= 2 && names.contains(&"GET") && names.contains(&"tools/call fixture_context")
+        },
+    )
+    .await?;
+    let of = |trace_id: &str, name: &str| spans.iter().find(|s| s.trace_id == trace_id && s.name == name).cloned();
+    let server = of(trace, "tools/call fetch_get").context("the server span")?;
+    assert_eq!(server.kind, 2, "SERVER");
+    assert_eq!(server.parent, client_span, "the server span continues the client's context");
+    assert_eq!(server.attribute("mcp.method.name"), Some("tools/call"));
+    assert_eq!(server.attribute("mcp.protocol.version"), Some("2026-07-28"));
+    assert_eq!(server.attribute("gen_ai.tool.name"), Some("fetch_get"));
+    assert_eq!(server.attribute("gen_ai.operation.name"), Some("execute_tool"));
+    assert_eq!(server.attribute("jsonrpc.request.id"), Some("7"));
+    assert!(!server.error, "{server:?}");
+    let run = of(trace, "run fetch").context("the plugin's run span")?;
+    assert_eq!(run.parent, server.span_id, "the run is a child of the server span");
+    assert_eq!(run.attribute("paddock.plugin.id"), Some("fetch"));
+    let instantiate = of(trace, "instantiate").context("the instantiation span")?;
+    assert_eq!(instantiate.parent, run.span_id);
+    let outgoing = of(trace, "GET").context("the outgoing request's span")?;
+    assert_eq!(outgoing.kind, 3, "CLIENT");
+    assert_eq!(outgoing.parent, run.span_id, "the outgoing request is a child of the run");
+    assert_eq!(outgoing.attribute("http.response.status_code"), Some("200"));
+    let head = heads.lock().expect("heads").first().cloned().context("the upstream got the request")?;
+    let sent = head.lines().find_map(|l| l.strip_prefix("traceparent: ")).context("the upstream request carries a traceparent")?;
+    assert_eq!(sent, format!("00-{trace}-{}-01", outgoing.span_id), "the upstream joins the same trace, under the outgoing span");
+
+    let failed = of(header_trace, "tools/call fetch_get").context("the header-continued server span")?;
+    assert_eq!(failed.parent, header_span, "without `_meta` context, the HTTP headers' is continued");
+    assert_eq!(failed.attribute("error.type"), Some("tool_error"), "an isError result is marked tool_error");
+    assert!(failed.error);
+
+    let told_parent = told["traceparent"].as_str().context("the plugin was told a traceparent")?;
+    let context_span = of(seen_trace, "tools/call fixture_context").context("the context call's span")?;
+    assert_eq!(told_parent, format!("00-{seen_trace}-{}-01", context_span.span_id), "the plugin sees the server span as its parent");
+
+    // Log records made while serving name their trace and span.
+    let refusal = host.wait_for_log("refused").await?;
+    assert!(refusal.contains(header_trace), "the refusal's log record carries the trace id: {refusal}");
+    Ok(())
+}
+
+/// A 2026-07-28 request with `params` as given (and a `traceparent` header, when given).
+async fn post_traced(client: &reqwest::Client, host: &HttpHost, method: &str, params: Value, traceparent: Option<&str>) -> Result<Value> {
+    let name = params.get("name").and_then(Value::as_str).context("name")?.to_owned();
+    let mut post = client
+        .post(host.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name);
+    if let Some(traceparent) = traceparent {
+        post = post.header("traceparent", traceparent);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    Ok(post.body(body.to_string()).send().await?.json().await?)
+}

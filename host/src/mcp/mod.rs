@@ -110,7 +110,12 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
         span.fail(outcome);
     }
     if let Some(metrics) = metrics {
-        let labels = crate::telemetry::metrics::RequestLabels { method: method.label(), transport: scope.client.transport().as_str(), era: era_label(scope.era), outcome };
+        let labels = crate::telemetry::metrics::RequestLabels {
+            method: method.label(),
+            transport: scope.client.transport().as_str(),
+            era: era_label(scope.era),
+            outcome,
+        };
         metrics.request(labels, tool.as_ref(), started.elapsed());
     }
     result

@@ -209,7 +209,17 @@ pub(super) async fn serve_in_session(scope: &Scope, target: &Target, cx: &CallCo
             task.park(required.requests.clone(), "waiting for the client's answers");
             scope.task_changed(task);
         }
+        let round = crate::telemetry::trace::Span::child_of(
+            &run.request.trace.carried(),
+            "input round",
+            crate::telemetry::trace::Kind::Internal,
+            vec![crate::telemetry::trace::Attribute::new("paddock.input.requests", required.requests.len() as i64)],
+        );
         let asked = scope.client.ask(&required.requests, cx, task.map(|t| t.id.as_str())).await;
+        if let Err(failure) = &asked {
+            round.fail(failure.kind());
+        }
+        drop(round);
         if let Some(task) = task {
             task.resume();
             scope.task_changed(task);

@@ -23,8 +23,8 @@ use super::sandbox::store_state::{HostState, PrepareError, Stop};
 use crate::input::Outcome;
 use crate::plugin::{BoxFuture, CallContext, Catalog, Limit, Plugin, PluginError};
 use crate::policy::{Grant, Limits};
-use crate::telemetry::trace::{Attribute, Carried, Kind, Span};
 use crate::protocol::{CallToolResult, Completion, CompletionRequest, CompletionTarget, GetPromptResult, ReadResourceResult};
+use crate::telemetry::trace::{Attribute, Carried, Kind, Span};
 
 /// Guest-to-host bytes one host call may pass (wasmtime's default is 128 MiB), whatever the
 /// output limit: the floor of `hostcall_fuel`.

@@ -3,6 +3,6 @@
 //! unless installed, so a host that does not ask pays one load of an empty cell per place that
 //! would record.
 
-pub mod metrics;
 pub mod export;
+pub mod metrics;
 pub mod trace;
