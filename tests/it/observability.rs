@@ -466,3 +466,93 @@ async fn post_traced(client: &reqwest::Client, host: &HttpHost, method: &str, pa
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     Ok(post.body(body.to_string()).send().await?.json().await?)
 }
+
+#[tokio::test]
+async fn without_an_exporter_the_clients_context_reaches_the_upstream_and_replaces_the_plugins_own() -> Result<()> {
+    let (upstream, heads) = upstream().await?;
+    let dir = PluginDir::new().add("fixture", &fixture_wasm("fixture")).write("fixture.toml", format!("network = [\"http://{upstream}\"]\n"));
+    let host = HttpHost::start(dir.path(), &[]).await?;
+    let client = reqwest::Client::new();
+    let clients = "00-5bf92f3577b34da6a3ce929d0e0e4736-10f067aa0ba902b7-01";
+    let forged = "00-99999999999999999999999999999999-8888888888888888-01";
+    let get = |meta_parent: Option<&str>| {
+        let mut params = json!({"name": "fixture_http_get", "arguments": {"url": format!("http://{upstream}/x"), "header": format!("traceparent: {forged}")}});
+        params["_meta"] = modern_meta(json!({}));
+        if let Some(parent) = meta_parent {
+            params["_meta"]["traceparent"] = json!(parent);
+        }
+        params
+    };
+    let answered = post_traced(&client, &host, "tools/call", get(Some(clients)), None).await?;
+    assert_eq!(answered.pointer("/result/isError"), None, "{answered}");
+    let answered = post_traced(&client, &host, "tools/call", get(None), None).await?;
+    assert_eq!(answered.pointer("/result/isError"), None, "{answered}");
+    let malformed = post_traced(&client, &host, "tools/call", get(Some("00-not-a-context")), None).await?;
+    assert_eq!(malformed.pointer("/result/isError"), None, "{malformed}");
+    let heads = heads.lock().expect("heads").clone();
+    let parents: Vec<Vec<&str>> = heads.iter().map(|h| h.lines().filter_map(|l| l.strip_prefix("traceparent: ")).collect()).collect();
+    assert_eq!(parents[0], [clients], "the client's context replaces the one the plugin set");
+    assert_eq!(parents[1], [forged], "a call without a context leaves the plugin's headers alone");
+    assert_eq!(parents[2], [forged], "a malformed context is no context");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unreachable_collector_holds_no_request_and_readyz_names_the_failure() -> Result<()> {
+    // A collector that accepts connections and never answers, then one that refuses them.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let silent_addr = silent.local_addr()?;
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let dir = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    for endpoint in [format!("http://{silent_addr}"), format!("http://127.0.0.1:{}", free_port())] {
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "20"), ("OTEL_EXPORTER_OTLP_TIMEOUT", "500")];
+        let host = HttpHost::start_with_env(dir.path(), &[], &env).await?;
+        let client = reqwest::Client::new();
+        let started = std::time::Instant::now();
+        for i in 0..300 {
+            let answer = request(&client, &host, "tools/call", json!({"name": "fixture_echo", "arguments": {"text": i.to_string()}})).await?;
+            assert_eq!(answer.pointer("/result/content/0/text"), Some(&json!(i.to_string())), "{answer}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "300 calls took {:?} with a dead collector", started.elapsed());
+        let report = until(
+            || async {
+                let detail: Value = client.get(host.url("/readyz")).header("accept", "application/json").send().await?.json().await?;
+                Ok(detail)
+            },
+            |detail: &Value| detail.pointer("/exporter/ok") == Some(&json!(false)),
+        )
+        .await?;
+        assert!(report.pointer("/exporter/last_error").and_then(Value::as_str).is_some_and(|e| !e.is_empty()), "{report}");
+        assert_eq!(report["status"], "ready", "{report}");
+    }
+    held.abort();
+    Ok(())
+}
+
+#[tokio::test]
+async fn metrics_are_served_beside_stdio_and_idle_scrapers_cannot_keep_them_from_others() -> Result<()> {
+    let dir = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut host = paddock_tests::StdioHost::start(dir.path(), &["--metrics", &address])?;
+    host.initialize("2025-11-25").await?;
+    host.call_tool("fixture_echo", json!({"text": "over stdio"})).await?;
+    // Twice the listener's cap of connections that never send a byte.
+    let mut idle = Vec::new();
+    for _ in 0..32 {
+        idle.push(tokio::net::TcpStream::connect(&address).await?);
+    }
+    let url = format!("http://{address}/metrics");
+    let text = tokio::time::timeout(Duration::from_secs(30), scrape(&url)).await.context("a scrape behind idle connections")??;
+    let calls = "paddock_requests_total{method=\"tools/call\",transport=\"stdio\",era=\"session\",outcome=\"ok\"}";
+    assert_eq!(value(&text, calls), Some(1.0), "{text}");
+    let answer = tokio::time::timeout(Duration::from_secs(5), host.call_tool("fixture_echo", json!({"text": "still served"}))).await??;
+    assert_eq!(paddock_tests::first_text(&answer), "still served");
+    drop(idle);
+    Ok(())
+}

@@ -162,7 +162,8 @@ impl HttpPolicy {
     /// Starts the span of an outgoing request (when spans are made) and sets the request's
     /// `traceparent` and `tracestate` to it, or to the context the call continues, replacing
     /// whatever the plugin set: the host, not the plugin, says where the request sits in the
-    /// trace. A call without a context leaves the request's headers as the plugin wrote them.
+    /// trace. A call without a valid context leaves the request's headers as the plugin wrote
+    /// them.
     fn carry_trace(&self, request: &mut http::Request<WasiBody>, target: &Target) -> Span {
         if self.trace.traceparent.is_none() {
             return Span::default();
@@ -176,12 +177,12 @@ impl HttpPolicy {
         ];
         let span = Span::child_of(&self.trace, method, Kind::Client, attributes);
         let carried = span.carried().unwrap_or_else(|| self.trace.validated());
+        let Some(traceparent) = carried.traceparent.and_then(|v| http::HeaderValue::from_str(&v).ok()) else {
+            return span;
+        };
         let headers = request.headers_mut();
-        headers.remove(TRACEPARENT);
         headers.remove(TRACESTATE);
-        if let Some(value) = carried.traceparent.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
-            headers.insert(TRACEPARENT, value);
-        }
+        headers.insert(TRACEPARENT, traceparent);
         if let Some(value) = carried.tracestate.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
             headers.insert(TRACESTATE, value);
         }
