@@ -404,11 +404,19 @@ async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_i
     let seen = post_traced(&client, &host, "tools/call", params, None).await?;
     let told: Value = serde_json::from_str(seen.pointer("/result/content/0/text").and_then(Value::as_str).context("context text")?)?;
 
+    // A legacy session over Streamable HTTP: its span names the session, and the context comes
+    // from the POST's headers.
+    let legacy_trace = "33333333333333333333333333333333";
+    let session_id = legacy_call(&client, &host, &format!("00-{legacy_trace}-4444444444444444-01")).await?;
+
     let spans = until(
         || async { Ok(spans.lock().expect("spans").clone()) },
         |spans: &Vec<Received>| {
             let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
-            names.iter().filter(|n| **n == "tools/call fetch_get").count() >= 2 && names.contains(&"GET") && names.contains(&"tools/call fixture_context")
+            names.iter().filter(|n| **n == "tools/call fetch_get").count() >= 2
+                && names.contains(&"GET")
+                && names.contains(&"tools/call fixture_context")
+                && names.contains(&"tools/call fixture_echo")
         },
     )
     .await?;
@@ -443,6 +451,11 @@ async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_i
     let told_parent = told["traceparent"].as_str().context("the plugin was told a traceparent")?;
     let context_span = of(seen_trace, "tools/call fixture_context").context("the context call's span")?;
     assert_eq!(told_parent, format!("00-{seen_trace}-{}-01", context_span.span_id), "the plugin sees the server span as its parent");
+
+    let legacy = of(legacy_trace, "tools/call fixture_echo").context("the legacy session's span")?;
+    assert_eq!(legacy.attribute("mcp.session.id"), Some(session_id.as_str()));
+    assert_eq!(legacy.attribute("mcp.protocol.version"), Some("2025-11-25"));
+    assert_eq!(legacy.parent, "4444444444444444");
 
     // Log records made while serving name their trace and span.
     let refusal = host.wait_for_log("refused").await?;
@@ -555,4 +568,27 @@ async fn metrics_are_served_beside_stdio_and_idle_scrapers_cannot_keep_them_from
     assert_eq!(paddock_tests::first_text(&answer), "still served");
     drop(idle);
     Ok(())
+}
+
+/// Opens a legacy Streamable HTTP session and calls `fixture_echo` in it with `traceparent` as
+/// an HTTP header; the session's id.
+async fn legacy_call(client: &reqwest::Client, host: &HttpHost, traceparent: &str) -> Result<String> {
+    let post = |body: Value, session: Option<&str>| {
+        let mut request = client.post(host.url("/mcp")).header("accept", "application/json, text/event-stream").header("content-type", "application/json");
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25").header("traceparent", traceparent);
+        }
+        request.body(body.to_string()).send()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}}});
+    let opened = post(init, None).await?;
+    let session = opened.headers().get("mcp-session-id").context("a session id")?.to_str()?.to_owned();
+    paddock_tests::http::EventReader::new(opened).next_message().await?;
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(&session)).await?;
+    let called =
+        post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fixture_echo", "arguments": {"text": "hi"}}}), Some(&session))
+            .await?;
+    let reply = paddock_tests::http::EventReader::new(called).next_message().await?;
+    assert_eq!(reply.pointer("/result/content/0/text"), Some(&json!("hi")), "{reply}");
+    Ok(session)
 }
