@@ -297,38 +297,62 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec
     Some((head, body))
 }
 
-/// An OTLP/HTTP receiver on loopback, decoding every export into the spans it holds.
-async fn otlp_receiver() -> Result<(std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<Received>>>)> {
-    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+/// One histogram data point of an OTLP metrics export: the metric, its attributes, its count.
+type Point = (String, Vec<(String, String)>, u64);
+
+/// What the OTLP receiver decoded: spans, and histogram points.
+type Collected = (std::sync::Arc<std::sync::Mutex<Vec<Received>>>, std::sync::Arc<std::sync::Mutex<Vec<Point>>>);
+
+fn attributes(list: &[opentelemetry_proto::tonic::common::v1::KeyValue]) -> Vec<(String, String)> {
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    list.iter()
+        .map(|kv| {
+            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(Any::StringValue(s)) => s.clone(),
+                Some(Any::IntValue(i)) => i.to_string(),
+                Some(Any::BoolValue(b)) => b.to_string(),
+                other => format!("{other:?}"),
+            };
+            (kv.key.clone(), value)
+        })
+        .collect()
+}
+
+/// An OTLP/HTTP receiver on loopback, decoding every export into the spans and histogram points
+/// it holds.
+async fn otlp_receiver() -> Result<(std::net::SocketAddr, Collected)> {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
     use prost::Message;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let spans = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let held = std::sync::Arc::clone(&spans);
+    let points = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (held, held_points) = (std::sync::Arc::clone(&spans), std::sync::Arc::clone(&points));
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let held = std::sync::Arc::clone(&held);
+            let (held, held_points) = (std::sync::Arc::clone(&held), std::sync::Arc::clone(&held_points));
             tokio::spawn(async move {
                 while let Some((head, body)) = read_request(&mut socket).await {
+                    if head.starts_with("POST /v1/metrics")
+                        && let Ok(export) = ExportMetricsServiceRequest::decode(body.as_slice())
+                    {
+                        let mut points = held_points.lock().expect("points");
+                        for metric in export.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics) {
+                            if let Some(Data::Histogram(histogram)) = &metric.data {
+                                for point in &histogram.data_points {
+                                    points.push((metric.name.clone(), attributes(&point.attributes), point.count));
+                                }
+                            }
+                        }
+                    }
                     if head.starts_with("POST /v1/traces")
                         && let Ok(export) = ExportTraceServiceRequest::decode(body.as_slice())
                     {
                         let mut held = held.lock().expect("spans");
                         for span in export.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
-                            let attributes = span
-                                .attributes
-                                .iter()
-                                .map(|kv| {
-                                    let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                                        Some(Any::StringValue(s)) => s.clone(),
-                                        Some(Any::IntValue(i)) => i.to_string(),
-                                        Some(Any::BoolValue(b)) => b.to_string(),
-                                        other => format!("{other:?}"),
-                                    };
-                                    (kv.key.clone(), value)
-                                })
-                                .collect();
+                            let attributes = attributes(&span.attributes);
                             held.push(Received {
                                 name: span.name.clone(),
                                 kind: span.kind,
@@ -348,7 +372,7 @@ async fn otlp_receiver() -> Result<(std::net::SocketAddr, std::sync::Arc<std::sy
             });
         }
     });
-    Ok((addr, spans))
+    Ok((addr, (spans, points)))
 }
 
 /// A loopback HTTP server that answers `hello` and keeps the head of every request it gets.
@@ -370,14 +394,14 @@ async fn upstream() -> Result<(std::net::SocketAddr, std::sync::Arc<std::sync::M
 
 #[tokio::test]
 async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_into_the_upstream_request() -> Result<()> {
-    let (collector, spans) = otlp_receiver().await?;
+    let (collector, (spans, points)) = otlp_receiver().await?;
     let (upstream, heads) = upstream().await?;
     let dir = PluginDir::new()
         .add("fetch", &paddock_tests::sample_wasm("fetch"))
         .add("fixture", &fixture_wasm("fixture"))
         .write("fetch.toml", format!("network = [\"http://{upstream}\"]\n"));
     let endpoint = format!("http://{collector}");
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "50")];
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "50"), ("OTEL_METRIC_EXPORT_INTERVAL", "100")];
     let host = HttpHost::start_with_env(dir.path(), &[], &env).await?;
     let client = reqwest::Client::new();
 
@@ -456,6 +480,22 @@ async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_i
     assert_eq!(legacy.attribute("mcp.session.id"), Some(session_id.as_str()));
     assert_eq!(legacy.attribute("mcp.protocol.version"), Some("2025-11-25"));
     assert_eq!(legacy.parent, "4444444444444444");
+
+    // The conventions' duration metric, over OTLP too, with the tool error marked.
+    let duration = |error: Option<&'static str>| {
+        let points = points.lock().expect("points").clone();
+        points
+            .iter()
+            .rev()
+            .find(|(name, attributes, _)| {
+                let has = |key: &str, value: &str| attributes.iter().any(|(k, v)| k == key && v == value);
+                name == "mcp.server.operation.duration"
+                    && has("gen_ai.tool.name", "fetch_get")
+                    && error.map_or(!attributes.iter().any(|(k, _)| k == "error.type"), |e| has("error.type", e))
+            })
+            .map(|(_, _, count)| *count)
+    };
+    until(|| async { Ok((duration(None), duration(Some("tool_error")))) }, |counts| *counts == (Some(1), Some(1))).await?;
 
     // Log records made while serving name their trace and span.
     let refusal = host.wait_for_log("refused").await?;

@@ -444,7 +444,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             common,
         } => {
             let _metrics = observe::start(&observe).await?;
-            let _traces = observe::start_traces(&observe).await?;
+            let _otlp = observe::start_otlp(&observe).await?;
             let watch = if no_watch { crate::folder::watch::Watch::Off } else { watch.into() };
             let audit = match (audit, audit_log) {
                 (Some(path), _) => crate::audit::Audit::to_file(&path)?,

@@ -1,7 +1,8 @@
 //! `paddock serve --metrics` and `--otlp-endpoint`: the metrics listener, started before the
 //! plugins load (so their loads are counted), the sampler that reads the server's own state at
-//! each scrape, and the OTLP span exporter (configured by the flag or the standard `OTEL_*`
-//! variables, off unless one of them names an endpoint).
+//! each scrape, and the OTLP exporters of spans and of the MCP conventions' metrics
+//! (configured by the flag or the standard `OTEL_*` variables, off unless one names an
+//! endpoint).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -23,72 +24,116 @@ pub(super) struct ObserveArgs {
     /// A file whose first line is the bearer token every scrape must present.
     #[arg(long, value_name = "FILE", requires = "metrics")]
     metrics_token_file: Option<PathBuf>,
-    /// Export spans over OTLP (HTTP/protobuf) to this collector, e.g. http://127.0.0.1:4318
-    /// (`/v1/traces` is added). Without it, `OTEL_EXPORTER_OTLP_ENDPOINT` or
-    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` turn the export on; `OTEL_SDK_DISABLED=true` or
-    /// `OTEL_TRACES_EXPORTER=none` keep it off.
+    /// Export spans and the MCP conventions' metrics over OTLP (HTTP/protobuf) to this
+    /// collector, e.g. http://127.0.0.1:4318 (`/v1/traces` and `/v1/metrics` are added).
+    /// Without it, `OTEL_EXPORTER_OTLP_ENDPOINT` (or the `_TRACES_` and `_METRICS_` ones)
+    /// turns the export on; `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` or
+    /// `OTEL_METRICS_EXPORTER=none` keep it, or one signal, off.
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
 }
 
-/// The span exporter, flushed and shut down when dropped.
-pub(super) struct Traces(Option<opentelemetry_sdk::trace::SdkTracerProvider>);
+/// The OTLP exporters (spans, and the conventions' metrics), flushed and shut down when
+/// dropped.
+pub(super) struct Otlp {
+    traces: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+    metrics: Option<opentelemetry_sdk::metrics::SdkMeterProvider>,
+}
 
-impl Drop for Traces {
+impl Drop for Otlp {
     fn drop(&mut self) {
-        if let Some(provider) = self.0.take() {
-            // Flushing blocks on the exporter's thread: never on a runtime worker.
-            let flush = move || {
-                if let Err(err) = provider.shutdown_with_timeout(std::time::Duration::from_secs(5)) {
-                    tracing::warn!(error = %err, "spans still queued at exit could not be exported");
-                }
-            };
-            match tokio::runtime::Handle::try_current() {
-                Ok(_) => tokio::task::block_in_place(flush),
-                Err(_) => flush(),
+        let (traces, metrics) = (self.traces.take(), self.metrics.take());
+        if traces.is_none() && metrics.is_none() {
+            return;
+        }
+        // Flushing blocks on the exporters' threads: never on a runtime worker.
+        let flush = move || {
+            let timeout = std::time::Duration::from_secs(5);
+            if let Some(Err(err)) = traces.map(|t| t.shutdown_with_timeout(timeout)) {
+                tracing::warn!(error = %err, "spans still queued at exit could not be exported");
             }
+            if let Some(Err(err)) = metrics.map(|m| m.shutdown_with_timeout(timeout)) {
+                tracing::warn!(error = %err, "the last metrics could not be exported");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::task::block_in_place(flush),
+            Err(_) => flush(),
         }
     }
 }
 
-/// Whether the environment asks for spans: an endpoint named, and the SDK not disabled.
-fn traces_configured(flag: Option<&str>) -> bool {
+/// Whether the environment asks for the OTLP export of `signal` (`TRACES` or `METRICS`): an
+/// endpoint named, and neither the SDK nor that signal's exporter turned off.
+fn otlp_configured(flag: Option<&str>, signal: &str) -> bool {
     let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
     let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
-        || std::env::var("OTEL_TRACES_EXPORTER").is_ok_and(|v| v.eq_ignore_ascii_case("none"));
-    !disabled && (flag.is_some() || set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        || std::env::var(format!("OTEL_{signal}_EXPORTER")).is_ok_and(|v| v.eq_ignore_ascii_case("none"));
+    !disabled && (flag.is_some() || set("OTEL_EXPORTER_OTLP_ENDPOINT") || set(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")))
 }
 
-/// Starts exporting spans when configured; they are flushed when the guard drops.
-pub(super) async fn start_traces(args: &ObserveArgs) -> Result<Traces> {
-    if !traces_configured(args.otlp_endpoint.as_deref()) {
-        return Ok(Traces(None));
+/// Starts the OTLP exporters that are configured; they are flushed when the guard drops.
+pub(super) async fn start_otlp(args: &ObserveArgs) -> Result<Otlp> {
+    let flag = args.otlp_endpoint.as_deref();
+    let (traces, metrics) = (otlp_configured(flag, "TRACES"), otlp_configured(flag, "METRICS"));
+    if !traces && !metrics {
+        return Ok(Otlp { traces: None, metrics: None });
     }
-    let endpoint = args.otlp_endpoint.as_ref().map(|url| format!("{}/v1/traces", url.trim_end_matches('/')));
-    // The exporter's blocking HTTP client owns a runtime of its own: it is made off the
-    // async workers, as it must be.
-    let provider = tokio::task::spawn_blocking(move || -> Result<opentelemetry_sdk::trace::SdkTracerProvider> {
-        use opentelemetry_otlp::WithExportConfig;
-        let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-        if let Some(endpoint) = endpoint {
-            exporter = exporter.with_endpoint(endpoint);
-        }
-        let exporter = exporter.build().context("cannot set up the OTLP exporter")?;
+    let endpoint = |path: &str| args.otlp_endpoint.as_ref().map(|url| format!("{}{path}", url.trim_end_matches('/')));
+    let (trace_endpoint, metric_endpoint) = (endpoint("/v1/traces"), endpoint("/v1/metrics"));
+    // The exporters' blocking HTTP client owns a runtime of its own: it is made off the async
+    // workers, as it must be.
+    let otlp = tokio::task::spawn_blocking(move || -> Result<Otlp> {
+        use opentelemetry_otlp::{Protocol, WithExportConfig};
         let mut resource = opentelemetry_sdk::Resource::builder().with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
         if std::env::var("OTEL_SERVICE_NAME").is_err() {
             resource = resource.with_service_name("paddock");
         }
-        Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
-            .with_batch_exporter(crate::telemetry::export::Watched::new(exporter))
-            .with_resource(resource.build())
-            .build())
+        let resource = resource.build();
+        let traces = if traces {
+            let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+            if let Some(endpoint) = trace_endpoint {
+                exporter = exporter.with_endpoint(endpoint);
+            }
+            let exporter = exporter.build().context("cannot set up the OTLP span exporter")?;
+            Some(
+                opentelemetry_sdk::trace::SdkTracerProvider::builder()
+                    .with_batch_exporter(crate::telemetry::export::Watched::new(exporter))
+                    .with_resource(resource.clone())
+                    .build(),
+            )
+        } else {
+            None
+        };
+        let metrics = if metrics {
+            let mut exporter = opentelemetry_otlp::MetricExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+            if let Some(endpoint) = metric_endpoint {
+                exporter = exporter.with_endpoint(endpoint);
+            }
+            let exporter = exporter.build().context("cannot set up the OTLP metric exporter")?;
+            Some(opentelemetry_sdk::metrics::SdkMeterProvider::builder().with_periodic_exporter(exporter).with_resource(resource).build())
+        } else {
+            None
+        };
+        Ok(Otlp { traces, metrics })
     })
     .await
-    .context("setting up the OTLP exporter failed")??;
-    use opentelemetry::trace::TracerProvider as _;
-    crate::telemetry::trace::install(provider.tracer("paddock"));
-    tracing::info!(endpoint = args.otlp_endpoint.as_deref().unwrap_or("from OTEL_EXPORTER_OTLP_*"), "exporting spans over OTLP");
-    Ok(Traces(Some(provider)))
+    .context("setting up the OTLP exporters failed")??;
+    if let Some(provider) = &otlp.traces {
+        use opentelemetry::trace::TracerProvider as _;
+        crate::telemetry::trace::install(provider.tracer("paddock"));
+    }
+    if let Some(provider) = &otlp.metrics {
+        use opentelemetry::metrics::MeterProvider as _;
+        crate::telemetry::semconv::install(&provider.meter("paddock"));
+    }
+    tracing::info!(
+        endpoint = flag.unwrap_or("from OTEL_EXPORTER_OTLP_*"),
+        traces = otlp.traces.is_some(),
+        metrics = otlp.metrics.is_some(),
+        "exporting over OTLP"
+    );
+    Ok(otlp)
 }
 
 /// Starts the metrics listener when asked for; it stops when the returned guard drops.

@@ -86,7 +86,8 @@ impl Era {
 /// server span (`observed::server_span`), which its plugin sees as its parent.
 pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
     let metrics = crate::telemetry::metrics::get();
-    if metrics.is_none() && !crate::telemetry::trace::on() {
+    let semconv = crate::telemetry::semconv::get();
+    if metrics.is_none() && semconv.is_none() && !crate::telemetry::trace::on() {
         return audited(scope, method, params).await;
     }
     let started = std::time::Instant::now();
@@ -109,6 +110,7 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
     if outcome != "ok" {
         span.fail(outcome);
     }
+    let took = started.elapsed();
     if let Some(metrics) = metrics {
         let labels = crate::telemetry::metrics::RequestLabels {
             method: method.label(),
@@ -116,7 +118,17 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
             era: era_label(scope.era),
             outcome,
         };
-        metrics.request(labels, tool.as_ref(), started.elapsed());
+        metrics.request(labels, tool.as_ref(), took);
+    }
+    if let Some(semconv) = semconv {
+        let operation = crate::telemetry::semconv::Operation {
+            method: method.label(),
+            protocol_version: scope.revision().as_str(),
+            transport: if scope.client.transport() == crate::identity::Transport::Stdio { "pipe" } else { "tcp" },
+            tool: tool.as_deref(),
+            error_type: (outcome != "ok").then_some(outcome),
+        };
+        semconv.operation(operation, took.as_secs_f64());
     }
     result
 }

@@ -5,4 +5,5 @@
 
 pub mod export;
 pub mod metrics;
+pub mod semconv;
 pub mod trace;
