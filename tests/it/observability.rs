@@ -28,19 +28,7 @@ async fn host_with_metrics(extra: &[&str]) -> Result<(PluginDir, HttpHost, Strin
 /// One 2026-07-28 request on `client`'s connection; the JSON-RPC response.
 async fn request(client: &reqwest::Client, host: &HttpHost, method: &str, mut params: Value) -> Result<Value> {
     params["_meta"] = modern_meta(json!({}));
-    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
-    let mut post = client
-        .post(host.url("/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        post = post.header("mcp-name", name);
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let response = post.body(body.to_string()).send().await?;
-    Ok(response.json().await?)
+    post_traced(client, host, method, params, None).await
 }
 
 async fn scrape(url: &str) -> Result<String> {
@@ -503,9 +491,10 @@ async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_i
     Ok(())
 }
 
-/// A 2026-07-28 request with `params` as given (and a `traceparent` header, when given).
+/// A 2026-07-28 request (id 7) with `params` as given, `_meta` included, and a `traceparent`
+/// header when given; the JSON-RPC response.
 async fn post_traced(client: &reqwest::Client, host: &HttpHost, method: &str, params: Value, traceparent: Option<&str>) -> Result<Value> {
-    let name = params.get("name").and_then(Value::as_str).context("name")?.to_owned();
+    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).context("name")?.to_owned();
     let mut post = client
         .post(host.url("/mcp"))
         .header("accept", "application/json, text/event-stream")
