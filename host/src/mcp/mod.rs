@@ -85,9 +85,7 @@ impl Era {
 /// When metrics or traces are on, the request is measured and, with traces, served inside its
 /// server span (`observed::server_span`), which its plugin sees as its parent.
 pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String, Value>>) -> Result<Reply, McpError> {
-    let metrics = crate::telemetry::metrics::get();
-    let semconv = crate::telemetry::semconv::get();
-    if metrics.is_none() && semconv.is_none() && !crate::telemetry::trace::on() {
+    if crate::telemetry::metrics::get().is_none() && crate::telemetry::semconv::get().is_none() && !crate::telemetry::trace::on() {
         return audited(scope, method, params).await;
     }
     let started = std::time::Instant::now();
@@ -110,34 +108,8 @@ pub async fn dispatch(scope: &Scope, method: &Method, params: Option<Map<String,
     if outcome != "ok" {
         span.fail(outcome);
     }
-    let took = started.elapsed();
-    if let Some(metrics) = metrics {
-        let labels = crate::telemetry::metrics::RequestLabels {
-            method: method.label(),
-            transport: scope.client.transport().as_str(),
-            era: era_label(scope.era),
-            outcome,
-        };
-        metrics.request(labels, tool.as_ref(), took);
-    }
-    if let Some(semconv) = semconv {
-        let operation = crate::telemetry::semconv::Operation {
-            method: method.label(),
-            protocol_version: scope.revision().as_str(),
-            transport: if scope.client.transport() == crate::identity::Transport::Stdio { "pipe" } else { "tcp" },
-            tool: tool.as_deref(),
-            error_type: (outcome != "ok").then_some(outcome),
-        };
-        semconv.operation(operation, took.as_secs_f64());
-    }
+    observed::record(scope, method, tool.as_ref(), outcome, started.elapsed());
     result
-}
-
-fn era_label(era: Era) -> &'static str {
-    match era {
-        Era::Legacy { .. } => "session",
-        Era::Modern { .. } => "stateless",
-    }
 }
 
 /// How a request ended, as one word: `ok`, `tool_error` for a result that says `isError` (a

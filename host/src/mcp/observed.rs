@@ -1,7 +1,9 @@
-//! The server span of one request, named and described as the OpenTelemetry MCP conventions
-//! say: `{mcp.method.name} {target}`, with the method, protocol version, session and request
-//! ids, and for a tool call the tool (`gen_ai.tool.name`, `gen_ai.operation.name`). It continues
-//! the context the client sent in `_meta` (or, over HTTP, in its headers).
+//! One request as telemetry sees it: its server span, named and described as the OpenTelemetry
+//! MCP conventions say (`{mcp.method.name} {target}`, with the method, protocol version,
+//! session and request ids, and for a tool call the tool: `gen_ai.tool.name`,
+//! `gen_ai.operation.name`), continuing the context the client sent in `_meta` (or, over HTTP,
+//! in its headers); and, once it is answered, its count and duration in the Prometheus families
+//! and the OTLP duration metric.
 
 use serde_json::{Map, Value};
 
@@ -29,7 +31,7 @@ pub(super) fn server_span(scope: &Scope, method: &Method, params: Option<&Map<St
         Attribute::new("mcp.method.name", method.label()),
         Attribute::new("mcp.protocol.version", scope.revision().as_str()),
         Attribute::new("jsonrpc.request.id", bounded(&scope.cx.request_id)),
-        Attribute::new("network.transport", if scope.client.transport() == crate::identity::Transport::Stdio { "pipe" } else { "tcp" }),
+        Attribute::new("network.transport", network_transport(scope)),
         Attribute::new("paddock.transport", scope.client.transport().as_str()),
     ];
     if let (Era::Legacy { .. }, Some(session)) = (scope.era, scope.client.wire_session()) {
@@ -61,3 +63,30 @@ fn bounded(text: &str) -> String {
 
 /// The longest attribute value taken from what a client sent.
 const MAX_ATTRIBUTE: usize = 512;
+
+/// Records an answered request: its count by outcome and its duration, where metrics are on.
+pub(super) fn record(scope: &Scope, method: &Method, tool: Option<&std::sync::Arc<str>>, outcome: &'static str, took: std::time::Duration) {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        let era = match scope.era {
+            Era::Legacy { .. } => "session",
+            Era::Modern { .. } => "stateless",
+        };
+        let labels = crate::telemetry::metrics::RequestLabels { method: method.label(), transport: scope.client.transport().as_str(), era, outcome };
+        metrics.request(labels, tool, took);
+    }
+    if let Some(semconv) = crate::telemetry::semconv::get() {
+        let operation = crate::telemetry::semconv::Operation {
+            method: method.label(),
+            protocol_version: scope.revision().as_str(),
+            transport: network_transport(scope),
+            tool: tool.map(|t| &**t),
+            error_type: (outcome != "ok").then_some(outcome),
+        };
+        semconv.operation(operation, took.as_secs_f64());
+    }
+}
+
+/// The conventions' `network.transport` of the request's channel.
+fn network_transport(scope: &Scope) -> &'static str {
+    if scope.client.transport() == crate::identity::Transport::Stdio { "pipe" } else { "tcp" }
+}
