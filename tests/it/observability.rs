@@ -621,3 +621,27 @@ async fn legacy_call(client: &reqwest::Client, host: &HttpHost, traceparent: &st
     assert_eq!(reply.pointer("/result/content/0/text"), Some(&json!("hi")), "{reply}");
     Ok(session)
 }
+
+#[tokio::test]
+async fn a_collector_that_never_answers_delays_the_exit_by_at_most_the_flush_bound() -> Result<()> {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}", silent.local_addr()?);
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let dir = PluginDir::new().add("fixture", &fixture_wasm("fixture"));
+    let args = [std::ffi::OsStr::new("serve"), dir.path().as_os_str()];
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", std::ffi::OsStr::new(&endpoint)), ("OTEL_BSP_SCHEDULE_DELAY", std::ffi::OsStr::new("20"))];
+    let mut host = paddock_tests::StdioHost::start_command(&args, &env)?;
+    host.initialize("2025-11-25").await?;
+    host.call_tool("fixture_echo", json!({"text": "traced"})).await?;
+    let started = std::time::Instant::now();
+    let code = host.close_within(Duration::from_secs(10)).await?;
+    assert_eq!(code, 0);
+    assert!(started.elapsed() < Duration::from_secs(5), "exit took {:?} with a silent collector (the flush bound is 2 s)", started.elapsed());
+    held.abort();
+    Ok(())
+}

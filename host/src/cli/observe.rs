@@ -40,25 +40,46 @@ pub(super) struct Otlp {
     metrics: Option<opentelemetry_sdk::metrics::SdkMeterProvider>,
 }
 
+/// How long an exiting host waits for its last spans and metrics to be exported (both at once):
+/// a dead collector delays the exit by this much at most.
+const FLUSH_AT_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Drop for Otlp {
     fn drop(&mut self) {
-        let (traces, metrics) = (self.traces.take(), self.metrics.take());
-        if traces.is_none() && metrics.is_none() {
-            return;
+        // Each provider is flushed on a thread of its own, both at once, and waited for at most
+        // `FLUSH_AT_EXIT` (plus a little for the threads to report): the exporters block, and a
+        // collector that does not answer must not hold the exit.
+        let (done, finished) = std::sync::mpsc::channel::<Option<String>>();
+        let mut flushing = 0;
+        if let Some(traces) = self.traces.take() {
+            let done = done.clone();
+            flushing += 1;
+            std::thread::spawn(move || {
+                let _ = done.send(traces.shutdown_with_timeout(FLUSH_AT_EXIT).err().map(|e| format!("spans still queued at exit could not be exported: {e}")));
+            });
         }
-        // Flushing blocks on the exporters' threads: never on a runtime worker.
-        let flush = move || {
-            let timeout = std::time::Duration::from_secs(5);
-            if let Some(Err(err)) = traces.map(|t| t.shutdown_with_timeout(timeout)) {
-                tracing::warn!(error = %err, "spans still queued at exit could not be exported");
-            }
-            if let Some(Err(err)) = metrics.map(|m| m.shutdown_with_timeout(timeout)) {
-                tracing::warn!(error = %err, "the last metrics could not be exported");
+        if let Some(metrics) = self.metrics.take() {
+            flushing += 1;
+            std::thread::spawn(move || {
+                let _ = done.send(metrics.shutdown_with_timeout(FLUSH_AT_EXIT).err().map(|e| format!("the last metrics could not be exported: {e}")));
+            });
+        }
+        let deadline = std::time::Instant::now() + FLUSH_AT_EXIT + std::time::Duration::from_millis(200);
+        let wait = move || {
+            for _ in 0..flushing {
+                match finished.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                    Ok(Some(failure)) => tracing::warn!("{failure}"),
+                    Ok(None) => {}
+                    Err(_) => {
+                        tracing::warn!("the OTLP exporters did not finish flushing in time; what they held is lost");
+                        return;
+                    }
+                }
             }
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(_) => tokio::task::block_in_place(flush),
-            Err(_) => flush(),
+            Ok(_) => tokio::task::block_in_place(wait),
+            Err(_) => wait(),
         }
     }
 }
