@@ -84,19 +84,21 @@ impl Drop for Otlp {
     }
 }
 
-/// Whether the environment asks for the OTLP export of `signal` (`TRACES` or `METRICS`): an
-/// endpoint named, and neither the SDK nor that signal's exporter turned off.
-fn otlp_configured(flag: Option<&str>, signal: &str) -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
-        || std::env::var(format!("OTEL_{signal}_EXPORTER")).is_ok_and(|v| v.eq_ignore_ascii_case("none"));
+/// Whether the environment (`env` looks a variable up) asks for the OTLP export of `signal`
+/// (`TRACES` or `METRICS`): an endpoint named, and neither the SDK nor that signal's exporter
+/// turned off.
+fn otlp_configured(flag: Option<&str>, signal: &str, env: impl Fn(&str) -> Option<String>) -> bool {
+    let set = |name: &str| env(name).is_some_and(|v| !v.trim().is_empty());
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || env(&format!("OTEL_{signal}_EXPORTER")).is_some_and(|v| v.eq_ignore_ascii_case("none"));
     !disabled && (flag.is_some() || set("OTEL_EXPORTER_OTLP_ENDPOINT") || set(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")))
 }
 
 /// Starts the OTLP exporters that are configured; they are flushed when the guard drops.
 pub(super) async fn start_otlp(args: &ObserveArgs) -> Result<Otlp> {
     let flag = args.otlp_endpoint.as_deref();
-    let (traces, metrics) = (otlp_configured(flag, "TRACES"), otlp_configured(flag, "METRICS"));
+    let env = |name: &str| std::env::var(name).ok();
+    let (traces, metrics) = (otlp_configured(flag, "TRACES", env), otlp_configured(flag, "METRICS", env));
     if !traces && !metrics {
         return Ok(Otlp { traces: None, metrics: None });
     }
@@ -200,6 +202,22 @@ fn read(samples: &mut Samples, server: &crate::session::ServerState, runtime: &c
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn otlp_is_on_only_when_an_endpoint_is_named_and_nothing_turns_it_off() {
+        let with = |vars: &'static [(&'static str, &'static str)]| move |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned());
+        assert!(!otlp_configured(None, "TRACES", with(&[])));
+        assert!(otlp_configured(Some("http://127.0.0.1:4318"), "TRACES", with(&[])));
+        assert!(otlp_configured(None, "TRACES", with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")])));
+        assert!(otlp_configured(None, "METRICS", with(&[("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://c:4318")])));
+        assert!(!otlp_configured(None, "TRACES", with(&[("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://c:4318")])), "one signal's endpoint");
+        assert!(!otlp_configured(None, "TRACES", with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")])));
+        let disabled = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_SDK_DISABLED", "TRUE")]);
+        assert!(!otlp_configured(Some("http://127.0.0.1:4318"), "TRACES", disabled));
+        let no_traces = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_TRACES_EXPORTER", "none")]);
+        assert!(!otlp_configured(None, "TRACES", no_traces));
+        assert!(otlp_configured(None, "METRICS", no_traces), "turning one signal off leaves the other");
+    }
 
     #[tokio::test]
     async fn sampled_lists_every_family_the_sampler_reads() {
