@@ -231,7 +231,11 @@ async fn the_metrics_listener_is_loopback_unless_a_token_guards_it_and_serves_no
     let scraped = client.get(&metrics).bearer_auth(token).send().await?;
     assert_eq!(scraped.status(), 200);
     assert!(scraped.headers()["content-type"].to_str()?.starts_with("text/plain; version=0.0.4"));
-    assert!(scraped.text().await?.contains("paddock_build_info"));
+    let text = scraped.text().await?;
+    assert!(text.contains("paddock_build_info"));
+    assert_eq!(value(&text, "paddock_http_refused_total{reason=\"metrics_401\"}"), Some(2.0), "{text}");
+    let logged = host.wait_for_log("a metrics scrape was refused").await?;
+    assert!(logged.contains("127.0.0.1"), "the refusal names the peer: {logged}");
     let elsewhere = metrics.replace("/metrics", "/mcp");
     assert_eq!(client.post(&elsewhere).bearer_auth(token).send().await?.status(), 404, "the metrics listener serves nothing but /metrics");
     assert_eq!(client.get(host.url("/metrics")).send().await?.status(), 404, "the MCP listener never shows metrics");

@@ -75,7 +75,7 @@ impl MetricsListener {
                 accepted = self.listener.accept() => accepted,
                 () = stop.cancelled() => return,
             };
-            let (socket, _) = match accepted {
+            let (socket, peer) = match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
                     tracing::warn!(error = %err, "accepting a metrics connection failed");
@@ -88,7 +88,7 @@ impl MetricsListener {
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
                     let token = token.clone();
-                    async move { Ok::<_, std::convert::Infallible>(answer(&request, metrics, token.as_deref())) }
+                    async move { Ok::<_, std::convert::Infallible>(answer(&request, metrics, token.as_deref(), peer)) }
                 });
                 let mut http = hyper::server::conn::http1::Builder::new();
                 http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEAD_TIMEOUT).max_buf_size(MAX_HEAD);
@@ -107,7 +107,7 @@ impl MetricsListener {
 }
 
 /// The answer to one request on the metrics listener.
-fn answer<B>(request: &Request<B>, metrics: &Metrics, token: Option<&BearerToken>) -> Response<Full<Bytes>> {
+fn answer<B>(request: &Request<B>, metrics: &Metrics, token: Option<&BearerToken>, peer: SocketAddr) -> Response<Full<Bytes>> {
     if request.uri().path() != "/metrics" {
         return plain(StatusCode::NOT_FOUND, "not found: metrics are at /metrics\n");
     }
@@ -117,6 +117,7 @@ fn answer<B>(request: &Request<B>, metrics: &Metrics, token: Option<&BearerToken
     if let Some(token) = token {
         let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         if !presented.is_some_and(|p| token.admits(p)) {
+            refused(peer, if presented.is_some() { "a wrong bearer token" } else { "no bearer token" });
             let mut response = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required\n");
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
             return response;
@@ -125,6 +126,17 @@ fn answer<B>(request: &Request<B>, metrics: &Metrics, token: Option<&BearerToken
     let mut response = Response::new(Full::new(Bytes::from(metrics.encode())));
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(metrics::CONTENT_TYPE));
     response
+}
+
+/// Records a scrape refused for its token: counted, and logged with the peer at most once a
+/// second (a client retrying in a loop never floods the log).
+fn refused(peer: SocketAddr, why: &'static str) {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    metrics::get().inspect(|m| m.http_refused("metrics_401"));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if LAST.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
+        tracing::warn!(%peer, "a metrics scrape was refused: {why}");
+    }
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
