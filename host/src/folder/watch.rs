@@ -35,7 +35,22 @@ pub enum Watch {
 }
 
 /// Keeps `server` serving what `folder` holds until `stop`.
-pub async fn keep_live(folder: Arc<Folder>, server: Arc<ServerState>, watch: Watch, stop: CancellationToken) {
+///
+/// SIGHUP is listened for from the moment this is called, not from when the returned future is
+/// first polled: a server marked ready right after spawning it must never meet a SIGHUP whose
+/// default action still ends the process.
+pub fn keep_live(folder: Arc<Folder>, server: Arc<ServerState>, watch: Watch, stop: CancellationToken) -> impl Future<Output = ()> {
+    let hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(signal) => Some(signal),
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot listen for SIGHUP");
+            None
+        }
+    };
+    watch_folder(folder, server, watch, stop, hangup)
+}
+
+async fn watch_folder(folder: Arc<Folder>, server: Arc<ServerState>, watch: Watch, stop: CancellationToken, mut hangup: Option<tokio::signal::unix::Signal>) {
     let (events, mut heard) = mpsc::channel::<()>(1);
     let mut polling = watch == Watch::Poll;
     // Dropping the watcher stops its events: it lives as long as this loop.
@@ -49,13 +64,6 @@ pub async fn keep_live(folder: Arc<Folder>, server: Arc<ServerState>, watch: Wat
             }
         },
         Watch::Poll | Watch::Off => None,
-    };
-    let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        Ok(signal) => Some(signal),
-        Err(err) => {
-            tracing::warn!(error = %err, "cannot listen for SIGHUP");
-            None
-        }
     };
     let mut poll = tokio::time::interval_at(Instant::now() + POLL_EVERY, POLL_EVERY);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
