@@ -252,6 +252,10 @@ struct Received {
     parent: String,
     attributes: Vec<(String, String)>,
     error: bool,
+    /// The `service.name` of the export's resource.
+    service: String,
+    /// The head of the HTTP request the span came in.
+    head: String,
 }
 
 impl Received {
@@ -343,17 +347,23 @@ async fn otlp_receiver() -> Result<(std::net::SocketAddr, Collected)> {
                         && let Ok(export) = ExportTraceServiceRequest::decode(body.as_slice())
                     {
                         let mut held = held.lock().expect("spans");
-                        for span in export.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
-                            let attributes = attributes(&span.attributes);
-                            held.push(Received {
-                                name: span.name.clone(),
-                                kind: span.kind,
-                                trace_id: hex(&span.trace_id),
-                                span_id: hex(&span.span_id),
-                                parent: hex(&span.parent_span_id),
-                                attributes,
-                                error: span.status.as_ref().is_some_and(|s| s.code == 2),
-                            });
+                        for resource in &export.resource_spans {
+                            let described = resource.resource.as_ref().map(|r| attributes(&r.attributes)).unwrap_or_default();
+                            let service = described.into_iter().find(|(k, _)| k == "service.name").map(|(_, v)| v).unwrap_or_default();
+                            for span in resource.scope_spans.iter().flat_map(|s| &s.spans) {
+                                let attributes = attributes(&span.attributes);
+                                held.push(Received {
+                                    name: span.name.clone(),
+                                    kind: span.kind,
+                                    trace_id: hex(&span.trace_id),
+                                    span_id: hex(&span.span_id),
+                                    parent: hex(&span.parent_span_id),
+                                    attributes,
+                                    error: span.status.as_ref().is_some_and(|s| s.code == 2),
+                                    service: service.clone(),
+                                    head: head.clone(),
+                                });
+                            }
                         }
                     }
                     let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
@@ -393,7 +403,12 @@ async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_i
         .add("fixture", &fixture_wasm("fixture"))
         .write("fetch.toml", format!("network = [\"http://{upstream}\"]\n"));
     let endpoint = format!("http://{collector}");
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "50"), ("OTEL_METRIC_EXPORT_INTERVAL", "100")];
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "100"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-collector-key=k123"),
+    ];
     let host = HttpHost::start_with_env(dir.path(), &[], &env).await?;
     let client = reqwest::Client::new();
 
@@ -446,6 +461,8 @@ async fn one_trace_runs_from_the_client_through_the_server_span_and_the_plugin_i
     assert_eq!(server.attribute("gen_ai.operation.name"), Some("execute_tool"));
     assert_eq!(server.attribute("jsonrpc.request.id"), Some("7"));
     assert!(!server.error, "{server:?}");
+    assert_eq!(server.service, "paddock", "the service is named paddock unless OTEL_SERVICE_NAME says otherwise");
+    assert!(server.head.to_ascii_lowercase().contains("x-collector-key: k123"), "OTEL_EXPORTER_OTLP_HEADERS reach the collector: {}", server.head);
     let run = of(trace, "run fetch").context("the plugin's run span")?;
     assert_eq!(run.parent, server.span_id, "the run is a child of the server span");
     assert_eq!(run.attribute("paddock.plugin.id"), Some("fetch"));
