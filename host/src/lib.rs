@@ -20,6 +20,7 @@ pub mod plugin;
 pub mod policy;
 pub mod protocol;
 pub mod rate_limits;
+pub mod replica;
 pub mod revision;
 pub mod router;
 pub mod runtime;

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::{Budget, Charge};
 use crate::input::{InputRequest, InputResponse};
 use crate::jsonrpc::ErrorObject;
+use crate::replica::{IdKind, Replica};
 
 /// Tasks held at once, finished ones included.
 pub const MAX_TASKS: usize = 256;
@@ -428,6 +429,8 @@ pub struct TaskStore {
     held: Mutex<Held>,
     budget: Arc<Budget>,
     ttl: TtlBounds,
+    /// Mints the task ids: each names this replica and carries its seal.
+    replica: Arc<Replica>,
 }
 
 impl Default for TaskStore {
@@ -451,7 +454,12 @@ impl TaskStore {
 
     /// A store whose tasks charge what they hold to `budget` and live within `ttl`.
     pub fn with_limits(budget: Arc<Budget>, ttl: TtlBounds) -> TaskStore {
-        TaskStore { held: Mutex::default(), budget, ttl }
+        TaskStore::on_replica(budget, ttl, Arc::new(Replica::solo()))
+    }
+
+    /// A store of `replica`, whose ids it mints.
+    pub fn on_replica(budget: Arc<Budget>, ttl: TtlBounds, replica: Arc<Replica>) -> TaskStore {
+        TaskStore { held: Mutex::default(), budget, ttl, replica }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -471,9 +479,7 @@ impl TaskStore {
         }
         held.shed(&self.budget);
         held.make_room(&quota)?;
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|_| TaskError::NoRandom)?;
-        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let id = self.replica.mint(IdKind::Task);
         let now = SystemTime::now();
         let task = Arc::new(Task {
             id: id.clone(),

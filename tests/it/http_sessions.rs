@@ -68,8 +68,11 @@ async fn a_session_is_opened_used_and_deleted_with_the_statuses_the_spec_names()
     let plugins = conformance_plugins();
     let host = HttpHost::start(plugins.path(), &[]).await?;
     let mut session = LegacySession::open(&host).await?;
-    assert_eq!(session.id.len(), 32, "128 random bits in hex");
-    assert!(session.id.bytes().all(|b| b.is_ascii_hexdigit()));
+    // The replica's id (the host name made into a DNS label), then 128 random bits and a seal.
+    let (replica, sealed) = session.id.split_once('.').expect("an owner-tagged id");
+    assert!(!replica.is_empty() && replica.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{}", session.id);
+    assert_eq!(sealed.len(), 43, "32 bytes in base64url: {}", session.id);
+    assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)), "visible ASCII: {}", session.id);
 
     // Answered as SSE: a priming event with an id and a retry, then the reply.
     let list = session.request("tools/list", json!({}));

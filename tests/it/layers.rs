@@ -15,7 +15,7 @@ use paddock_tests::repo_root;
 const LAYERS: &[&[&str]] = &[
     &["allocator", "escape", "revision", "jsonrpc", "protocol"],
     &["telemetry"],
-    &["identity", "input", "budget", "audit"],
+    &["identity", "input", "budget", "audit", "replica"],
     &["policy"],
     &["rate_limits"],
     &["plugin", "config", "tasks"],

@@ -199,6 +199,11 @@ impl HttpHost {
         Ok(())
     }
 
+    /// Kills the process at once (SIGKILL) and waits for it.
+    pub async fn kill(&mut self) -> Result<()> {
+        self.child.kill().await.context("kill")
+    }
+
     /// Waits for the process to exit; its exit code.
     pub async fn exit_code(&mut self, limit: Duration) -> Result<i32> {
         let status = tokio::time::timeout(limit, self.child.wait()).await.context("paddock did not exit in time")??;

@@ -9,6 +9,7 @@
 mod author;
 mod call;
 mod observe;
+mod replicas;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -95,6 +96,8 @@ enum Command {
         http: HttpArgs,
         #[command(flatten)]
         observe: observe::ObserveArgs,
+        #[command(flatten)]
+        replicas: replicas::ReplicaArgs,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -441,6 +444,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             watch_settle,
             http,
             observe,
+            replicas,
             common,
         } => {
             let _metrics = observe::start(&observe).await?;
@@ -453,21 +457,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             };
             let budget = crate::budget::Budget::new(memory_budget.unwrap_or_else(crate::budget::Budget::for_machine));
             tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
+            let material = replicas::key_material(state_key_file.as_deref())?;
+            let replica = replicas::replica(&replicas, &material)?;
+            let serving = Serving { budget, audit, watch, settle: watch_settle, locked, material, replica };
             match http.http {
-                Some(addr) => {
-                    serve_http(addr, &http, &plugins_dir, state_key_file.as_deref(), &common, Serving { budget, audit, watch, settle: watch_settle, locked })
-                        .await
-                }
-                None => {
-                    serve(
-                        &plugins_dir,
-                        state_key_file.as_deref(),
-                        &common,
-                        Serving { budget, audit, watch, settle: watch_settle, locked },
-                        principal.as_deref(),
-                    )
-                    .await
-                }
+                Some(addr) => serve_http(addr, &http, &plugins_dir, &common, serving).await,
+                None => serve(&plugins_dir, &common, serving, principal.as_deref()).await,
             }
         }
         Command::Inspect { file, common } => inspect(&file, &common).await,
@@ -599,12 +594,15 @@ struct Serving {
     settle: std::time::Duration,
     /// Only files `paddock.lock` pins are loaded.
     locked: bool,
+    /// The shared key material (`--state-key-file`, or drawn at start).
+    material: Vec<u8>,
+    /// This replica.
+    replica: Arc<crate::replica::Replica>,
 }
 
-async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &CommonArgs, serving: Serving, principal: Option<&str>) -> Result<ExitCode> {
+async fn serve(plugins_dir: &Path, common: &CommonArgs, serving: Serving, principal: Option<&str>) -> Result<ExitCode> {
     let watch = serving.watch;
-    let (server, folder) =
-        load_server(plugins_dir, state_key_file, common, "stdio", crate::runtime::RuntimeOptions::default().host_descriptors, serving).await?;
+    let (server, folder) = load_server(plugins_dir, common, "stdio", crate::runtime::RuntimeOptions::default().host_descriptors, serving).await?;
     let stop = tokio_util::sync::CancellationToken::new();
     tokio::spawn(crate::folder::watch::keep_live(folder, Arc::clone(&server), watch, stop.clone()));
     let _stop_watching = stop.drop_guard();
@@ -619,14 +617,7 @@ async fn serve(plugins_dir: &Path, state_key_file: Option<&Path>, common: &Commo
 
 /// Serves over HTTP: the listener is bound (and answers `/healthz`) before the plugins load,
 /// and is ready once they have; SIGTERM or SIGINT shuts it down gracefully.
-async fn serve_http(
-    addr: std::net::SocketAddr,
-    args: &HttpArgs,
-    plugins_dir: &Path,
-    state_key_file: Option<&Path>,
-    common: &CommonArgs,
-    setup: Serving,
-) -> Result<ExitCode> {
+async fn serve_http(addr: std::net::SocketAddr, args: &HttpArgs, plugins_dir: &Path, common: &CommonArgs, setup: Serving) -> Result<ExitCode> {
     let (budget, watch) = (Arc::clone(&setup.budget), setup.watch);
     use crate::transport::http::{AccessPolicy, BearerToken, HttpLimits, HttpListener, HttpOptions, PeerLimits};
     let mut tokens = match &args.tokens {
@@ -680,7 +671,8 @@ async fn serve_http(
         streams_per_client = peers.streams,
         "limits for clients"
     );
-    let options = HttpOptions { access, limits, shutdown_grace: args.shutdown_grace, peers, budget: Arc::clone(&budget) };
+    let replica = Arc::clone(&setup.replica);
+    let options = HttpOptions { access, limits, shutdown_grace: args.shutdown_grace, peers, budget: Arc::clone(&budget), replica };
     let listener = HttpListener::bind(addr, options).await.with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr().context("cannot read the bound address")?;
     tracing::info!(address = %bound, "listening on http://{bound} (/mcp, /sse, /ws, /healthz, /readyz)");
@@ -689,7 +681,7 @@ async fn serve_http(
     let serving = tokio::spawn(listener.run(stop.clone()));
     tokio::spawn(stop_on_signal(stop.clone()));
     let host_descriptors = crate::transport::http::host_descriptors(args.max_connections);
-    let server = match load_server(plugins_dir, state_key_file, common, "HTTP", host_descriptors, setup).await {
+    let server = match load_server(plugins_dir, common, "HTTP", host_descriptors, setup).await {
         Ok((server, folder)) => {
             tokio::spawn(crate::folder::watch::keep_live(folder, Arc::clone(&server), watch, stop.clone()));
             server
@@ -765,13 +757,12 @@ async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
 /// Loads config and plugins for serving, logging every problem, and builds the session core.
 async fn load_server(
     plugins_dir: &Path,
-    state_key_file: Option<&Path>,
     common: &CommonArgs,
     over: &str,
     host_descriptors: u64,
     serving: Serving,
 ) -> Result<(Arc<crate::session::ServerState>, Arc<crate::folder::Folder>)> {
-    let Serving { budget, audit, settle, locked, .. } = serving;
+    let Serving { budget, audit, settle, locked, material, replica, .. } = serving;
     let loaded = load(plugins_dir, common, host_descriptors, Load::Live { settle, locked }).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -798,16 +789,13 @@ async fn load_server(
         prompts = router.prompts().len(),
         "serving over {over}"
     );
-    let state_key = match state_key_file {
-        Some(path) => crate::input::StateKey::from_file(path)?,
-        None => crate::input::StateKey::random()?,
-    };
+    let state_key = crate::input::StateKey::from_material(&material);
     for (rule, pattern) in loaded.config.access().unmatched(&|kind| served_names(&router, kind)) {
         tracing::warn!("{}", unmatched_rule(rule, pattern));
     }
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
-    let server = crate::session::ServerState::with_callers(router, state_key, budget, callers);
+    let server = crate::session::ServerState::for_replica(router, state_key, budget, callers, replica);
     let mut problems: Vec<crate::mcp::ServingProblem> =
         loaded.problems.iter().map(|p| crate::mcp::ServingProblem { path: p.path.display().to_string(), reason: p.reason.clone() }).collect();
     problems.extend(loaded.router_errors.iter().map(|e| crate::mcp::ServingProblem { path: plugins_dir.display().to_string(), reason: e.to_string() }));

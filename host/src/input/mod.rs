@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::revision::Revision;
 
 pub use capabilities::{RequiredCapabilities, missing_capabilities};
-pub use seal::{SealError, StateKey, StateKeyError};
+pub use seal::{SealError, StateKey, StateKeyError, key_material};
 
 /// Most input requests one round may carry.
 pub const MAX_INPUT_REQUESTS: usize = 16;

@@ -63,6 +63,30 @@ pub enum StateKeyError {
     Random(String),
 }
 
+/// The shared key material in a key file: at least 32 bytes, in a file other users cannot write
+/// (a warning is logged when they can read it). Replicas that share it open each other's
+/// request states and recognise each other's ids.
+///
+/// # Errors
+/// The file cannot be read, is too short, or can be written by other users.
+pub fn key_material(path: &Path) -> Result<Vec<u8>, StateKeyError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let shown = path.display().to_string();
+    let read = |error| StateKeyError::Read { path: shown.clone(), error };
+    let metadata = std::fs::metadata(path).map_err(read)?;
+    if metadata.mode() & 0o002 != 0 {
+        return Err(StateKeyError::Writable { path: shown, mode: metadata.mode() & 0o7777 });
+    }
+    if metadata.mode() & 0o044 != 0 {
+        tracing::warn!(path = %shown, "the state key file can be read by other users; `chmod 600` it");
+    }
+    let bytes = std::fs::read(path).map_err(read)?;
+    if bytes.len() < MIN_KEY_FILE {
+        return Err(StateKeyError::TooShort { path: shown, len: bytes.len() });
+    }
+    Ok(bytes)
+}
+
 /// Why a `requestState` was not accepted. Each is answered `-32602`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SealError {
@@ -111,29 +135,16 @@ impl StateKey {
     pub fn random() -> Result<StateKey, StateKeyError> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| StateKeyError::Random(e.to_string()))?;
-        Ok(StateKey::from_bytes(&key))
+        Ok(StateKey::from_material(&key))
     }
 
     /// A key derived from a file's bytes (at least 32), which replicas share.
     pub fn from_file(path: &Path) -> Result<StateKey, StateKeyError> {
-        use std::os::unix::fs::MetadataExt as _;
-        let shown = path.display().to_string();
-        let read = |error| StateKeyError::Read { path: shown.clone(), error };
-        let metadata = std::fs::metadata(path).map_err(read)?;
-        if metadata.mode() & 0o002 != 0 {
-            return Err(StateKeyError::Writable { path: shown, mode: metadata.mode() & 0o7777 });
-        }
-        if metadata.mode() & 0o044 != 0 {
-            tracing::warn!(path = %shown, "the state key file can be read by other users; `chmod 600` it");
-        }
-        let bytes = std::fs::read(path).map_err(read)?;
-        if bytes.len() < MIN_KEY_FILE {
-            return Err(StateKeyError::TooShort { path: shown, len: bytes.len() });
-        }
-        Ok(StateKey::from_bytes(&bytes))
+        Ok(StateKey::from_material(&key_material(path)?))
     }
 
-    fn from_bytes(material: &[u8]) -> StateKey {
+    /// The key derived from shared key material (what `key_material` read, or 32 random bytes).
+    pub fn from_material(material: &[u8]) -> StateKey {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(material).expect("HMAC takes keys of any length");
         mac.update(b"paddock request-state key v1");
         let key = mac.finalize().into_bytes();

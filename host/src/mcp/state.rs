@@ -167,18 +167,41 @@ impl ServerState {
         ServerState::build(router, state_key, limits, budget, callers)
     }
 
+    /// A server of `replica` (its task ids name it), charging `budget`, serving requests under
+    /// `callers`.
+    pub fn for_replica(
+        router: Arc<Router>,
+        state_key: StateKey,
+        budget: Arc<crate::budget::Budget>,
+        callers: CallerPolicy,
+        replica: Arc<crate::replica::Replica>,
+    ) -> Arc<ServerState> {
+        ServerState::build_on(router, state_key, ServerLimits::default(), budget, callers, replica)
+    }
+
     /// The policy requests are served under.
     pub fn callers(&self) -> &CallerPolicy {
         &self.callers
     }
 
     fn build(router: Arc<Router>, state_key: StateKey, limits: ServerLimits, budget: Arc<crate::budget::Budget>, callers: CallerPolicy) -> Arc<ServerState> {
+        ServerState::build_on(router, state_key, limits, budget, callers, Arc::new(crate::replica::Replica::solo()))
+    }
+
+    fn build_on(
+        router: Arc<Router>,
+        state_key: StateKey,
+        limits: ServerLimits,
+        budget: Arc<crate::budget::Budget>,
+        callers: CallerPolicy,
+        replica: Arc<crate::replica::Replica>,
+    ) -> Arc<ServerState> {
         Arc::new(ServerState {
             router: RwLock::new(router),
             swapping: Mutex::new(()),
             reloads: Mutex::new(HashMap::new()),
             changes: broadcast::channel(CHANGE_FEED).0,
-            tasks: crate::tasks::TaskStore::with_limits(Arc::clone(&budget), limits.task_ttl),
+            tasks: crate::tasks::TaskStore::on_replica(Arc::clone(&budget), limits.task_ttl, replica),
             state_key,
             limits,
             budget,

@@ -56,6 +56,7 @@ pub const RECORDED: &[&str] = &[
     "paddock_plugin_loads_total",
     "paddock_compiles_total",
     "paddock_cache_hits_total",
+    "paddock_forwarded_total",
 ];
 
 /// Every family the server's sampler reads at a scrape (`cli`), as the exposition names it.
@@ -183,6 +184,7 @@ pub struct Metrics {
     plugin_loads: Family<OutcomeLabel, Counter>,
     compiles: Counter,
     cache_hits: Counter,
+    forwarded: Family<OutcomeLabel, Counter>,
 }
 
 impl Metrics {
@@ -212,6 +214,7 @@ impl Metrics {
             plugin_loads: Family::default(),
             compiles: Counter::default(),
             cache_hits: Counter::default(),
+            forwarded: Family::default(),
             samplers: Arc::clone(&samplers),
             registry: Registry::default(),
         };
@@ -252,6 +255,11 @@ impl Metrics {
         r.register("paddock_plugin_loads", "Plugin files loaded, by outcome", metrics.plugin_loads.clone());
         r.register("paddock_compiles", "Plugin components compiled (a compiled-cache miss)", metrics.compiles.clone());
         r.register("paddock_cache_hits", "Plugin components taken from the compiled cache", metrics.cache_hits.clone());
+        r.register(
+            "paddock_forwarded",
+            "Requests for another replica's session forwarded to it, by outcome (`owner_gone`: it could not be reached)",
+            metrics.forwarded.clone(),
+        );
         r.register_collector(Box::new(Sampled(samplers)));
         Metrics { registry, ..metrics }
     }
@@ -323,6 +331,11 @@ impl Metrics {
     /// A stream of `kind`, counted while the guard lives.
     pub fn stream(&self, kind: &'static str) -> Held {
         Held::new(&self.streams, Word { kind })
+    }
+
+    /// A request for another replica's session was forwarded to it (or could not be).
+    pub fn forwarded(&self, outcome: &'static str) {
+        self.forwarded.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     /// The HTTP listener refused a request or a connection.
@@ -531,6 +544,7 @@ mod tests {
         metrics.plugin_load("loaded");
         metrics.compiled();
         metrics.cache_hit();
+        metrics.forwarded("forwarded");
         let text = metrics.encode();
         assert_eq!(families(&text), RECORDED, "RECORDED must name every family, in order:\n{text}");
     }

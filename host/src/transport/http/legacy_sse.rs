@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 use super::guard::refusal;
 use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::Flavor;
-use super::streamable::SESSION_QUEUE;
+use super::streamable::{Arrival, SESSION_QUEUE};
 use super::{Accepts, Shared, parse_body, sse};
 use crate::identity::{Principal, Transport};
+use crate::replica::IdKind;
 use crate::session::{OutboundReceiver, Session, outbound_charged};
 
 /// GET /sse: a new session and its stream.
@@ -124,14 +125,21 @@ fn channel_body(
 /// POST /messages?session_id=…: one message of an HTTP+SSE session; its answer goes on the stream.
 pub(super) async fn message(
     State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientKey>,
     Extension(principal): Extension<Principal>,
+    arrival: Arrival,
     Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let Some(id) = query.get("session_id").or_else(|| query.get("sessionId")) else {
         return refusal(StatusCode::BAD_REQUEST, "missing session_id");
     };
     let Some(http) = shared.sessions.get(id, Flavor::Sse, &principal) else {
+        // A session another replica owns: its stream is there, and so must its messages be.
+        if let Some(answered) = arrival.elsewhere(&shared, IdKind::SseSession, id, &headers, body, client).await {
+            return answered;
+        }
         return refusal(StatusCode::NOT_FOUND, "session not found: its stream closed");
     };
     let value = match parse_body(&body) {

@@ -23,6 +23,7 @@
 #![allow(clippy::result_large_err)]
 
 mod body;
+mod forward;
 mod guard;
 mod headers;
 mod legacy_sse;
@@ -138,6 +139,8 @@ pub struct HttpOptions {
     /// The process's memory budget for what clients make the host hold (the one the
     /// sessions' `ServerState` charges too).
     pub budget: Arc<Budget>,
+    /// This replica: what its session ids are minted under, and where its peers are.
+    pub replica: Arc<crate::replica::Replica>,
 }
 
 impl HttpOptions {
@@ -146,7 +149,7 @@ impl HttpOptions {
         let limits = HttpLimits::default();
         let mut peers = PeerLimits::for_totals(limits.max_connections, limits.max_sessions);
         peers.body_bytes = (budget.limit() / 8).max(limits.max_body);
-        HttpOptions { access, limits, shutdown_grace: Duration::from_secs(10), peers, budget }
+        HttpOptions { access, limits, shutdown_grace: Duration::from_secs(10), peers, budget, replica: Arc::new(crate::replica::Replica::solo()) }
     }
 }
 
@@ -227,7 +230,7 @@ impl HttpListener {
     /// The address cannot be bound.
     pub async fn bind(addr: SocketAddr, options: HttpOptions) -> std::io::Result<HttpListener> {
         let listener = TcpListener::bind(addr).await?;
-        let sessions = SessionTable::new(&options.limits, &options.budget);
+        let sessions = SessionTable::new(&options.limits, &options.budget, &options.replica);
         let peers = Peers::new(options.peers.clone());
         let budget = Arc::clone(&options.budget);
         let shared = Arc::new(Shared {
@@ -462,6 +465,9 @@ fn routes(shared: Arc<Shared>) -> Routes {
 /// (`peers.rs`), the guard lets it through (`guard.rs`), and its body is read whole
 /// (`body.rs`).
 async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    if let Err(refusal) = forward::check_hop(&shared, &mut request) {
+        return refusal;
+    }
     peers::identify(&shared, &mut request);
     match guard::admit(&shared, &mut request).await {
         Ok(principal) => {

@@ -69,6 +69,11 @@ impl PeerLimits {
 pub(super) struct ClientKey(IpAddr);
 
 impl ClientKey {
+    /// The client's address (an IPv6 client's /64, as its first address).
+    pub(super) fn ip(self) -> IpAddr {
+        self.0
+    }
+
     /// The client at `ip`: an IPv4-mapped address as IPv4, an IPv6 address by its /64.
     pub(super) fn of(ip: IpAddr) -> ClientKey {
         match ip {
@@ -325,7 +330,11 @@ pub(super) fn open_session(shared: &Shared, client: ClientKey) -> Result<Share, 
 
 /// Names the request's client (`ClientKey` in its extensions).
 pub(super) fn identify(shared: &Shared, request: &mut Request) {
-    if let Some(peer) = request.extensions().get::<super::guard::Peer>().map(|p| p.0) {
+    // A request another replica forwarded is charged to the client that replica saw.
+    if let Some(hopped) = request.extensions().get::<super::forward::Hopped>() {
+        let key = ClientKey::of(hopped.0.client);
+        request.extensions_mut().insert(key);
+    } else if let Some(peer) = request.extensions().get::<super::guard::Peer>().map(|p| p.0) {
         let key = shared.peers.client_of(peer, request.headers());
         request.extensions_mut().insert(key);
     }

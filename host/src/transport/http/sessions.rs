@@ -1,7 +1,8 @@
 //! The legacy sessions held by the HTTP listener (Streamable HTTP and HTTP+SSE): unguessable
 //! ids, a cap on how many exist, idle expiry, and each session's resumable streams.
 //!
-//! A session id is 128 random bits in hex. A session ends when its client deletes it, when
+//! A session id names the replica that owns it and carries a seal under the shared key
+//! (`replica::ids`: 128 random bits and the seal, after the replica's id). A session ends when its client deletes it, when
 //! nobody has used it for `HttpLimits::session_idle` (no request, no connected stream, nothing
 //! in flight), or at shutdown; its id is then unknown (404) and its running requests are
 //! cancelled. A Streamable HTTP session keeps stream 0 (the GET stream, fed by the session's own
@@ -23,6 +24,7 @@ use super::sse::{ReplayLimits, ResumableStream};
 use super::{HttpLimits, Shared};
 use crate::budget::Budget;
 use crate::identity::Principal;
+use crate::replica::{IdKind, Replica};
 use crate::session::Session;
 
 /// POST streams of one session open at once.
@@ -164,6 +166,7 @@ pub(super) struct SessionTable {
     idle: Duration,
     limits: ReplayLimits,
     budget: Arc<Budget>,
+    replica: Arc<Replica>,
 }
 
 /// The order in which POST streams end, process-wide.
@@ -178,13 +181,14 @@ pub(super) static FINISHED_DROPPED: std::sync::atomic::AtomicU64 = std::sync::at
 pub(super) struct SessionsFull;
 
 impl SessionTable {
-    pub(super) fn new(limits: &HttpLimits, budget: &Arc<Budget>) -> SessionTable {
+    pub(super) fn new(limits: &HttpLimits, budget: &Arc<Budget>, replica: &Arc<Replica>) -> SessionTable {
         SessionTable {
             sessions: Mutex::new(HashMap::new()),
             max: limits.max_sessions,
             idle: limits.session_idle,
             limits: ReplayLimits { events: limits.replay_events, bytes: limits.replay_bytes },
             budget: Arc::clone(budget),
+            replica: Arc::clone(replica),
         }
     }
 
@@ -195,7 +199,10 @@ impl SessionTable {
     /// Registers a new session around `session`, with its GET stream for Streamable HTTP; it
     /// holds `share` (its client's) until it ends. `shutdown` closes its idle streams.
     pub(super) fn create(&self, session: Arc<Session>, flavor: Flavor, shutdown: &CancellationToken, share: Share) -> Result<Arc<HttpSession>, SessionsFull> {
-        let id = new_id().map_err(|_| SessionsFull)?;
+        let id = self.replica.mint(match flavor {
+            Flavor::Streamable => IdKind::Session,
+            Flavor::Sse => IdKind::SseSession,
+        });
         session.set_wire_id(&id);
         let mut streams = Streams::default();
         if flavor == Flavor::Streamable {
@@ -312,11 +319,4 @@ pub(super) async fn reap(shared: Arc<Shared>) {
         shared.sessions.expire();
         shared.peers.forget_idle();
     }
-}
-
-/// 128 random bits, as 32 hex digits (visible ASCII, as the spec asks).
-fn new_id() -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

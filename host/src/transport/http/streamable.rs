@@ -21,18 +21,21 @@ use std::sync::{Arc, Weak};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use super::forward::{self, Elsewhere, Hopped};
 use super::guard::refusal;
 use super::headers::{self, PROTOCOL_VERSION};
 use super::peers::{self, ClientKey, Kind, Share};
 use super::sessions::{Flavor, HttpSession};
 use super::{Accepts, Shared, json_reply, parse_body, sse};
+use crate::escape::Escaped;
 use crate::identity::{Principal, Transport};
 use crate::jsonrpc;
 use crate::mcp::{INSUFFICIENT_SCOPE, RATE_LIMITED};
+use crate::replica::IdKind;
 use crate::revision::Revision;
 use crate::session::{OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, SERVER_BUSY, ServerState, Session, is_modern, outbound_charged};
 
@@ -51,11 +54,50 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
 }
 
+/// How a request arrived, for forwarding it to the replica that owns its session.
+pub(super) struct Arrival {
+    method: Method,
+    uri: Uri,
+    hopped: bool,
+    peer: Option<std::net::SocketAddr>,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Arrival {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Arrival, Self::Rejection> {
+        Ok(Arrival {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            hopped: parts.extensions.get::<Hopped>().is_some(),
+            peer: parts.extensions.get::<super::guard::Peer>().map(|p| p.0),
+        })
+    }
+}
+
+impl Arrival {
+    /// Serves a request for session `id` of `kind`, which this replica does not hold (see
+    /// `forward::elsewhere`).
+    pub(super) async fn elsewhere(
+        &self,
+        shared: &Arc<Shared>,
+        kind: IdKind,
+        id: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+        client: ClientKey,
+    ) -> Option<Response> {
+        let request = Elsewhere { method: &self.method, uri: &self.uri, headers, body, client, hopped: self.hopped, peer: self.peer };
+        forward::elsewhere(shared, kind, id, request).await
+    }
+}
+
 /// POST /mcp.
 pub(super) async fn post(
     State(shared): State<Arc<Shared>>,
     Extension(client): Extension<ClientKey>,
     Extension(principal): Extension<Principal>,
+    arrival: Arrival,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -85,6 +127,10 @@ pub(super) async fn post(
     }
     if let Some(id) = session_id {
         let Some(http) = shared.sessions.get(id, Flavor::Streamable, &principal) else {
+            // A session another replica owns: its request goes there, as it came.
+            if let Some(answered) = arrival.elsewhere(&shared, IdKind::Session, id, &headers, body, client).await {
+                return answered;
+            }
             return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
         };
         if let Some(version) = version
@@ -368,6 +414,7 @@ pub(super) async fn get(
     State(shared): State<Arc<Shared>>,
     Extension(client): Extension<ClientKey>,
     Extension(principal): Extension<Principal>,
+    arrival: Arrival,
     headers: HeaderMap,
 ) -> Response {
     if let Err(response) = shared.server() {
@@ -383,6 +430,9 @@ pub(super) async fn get(
         return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
     };
     let Some(http) = shared.sessions.get(id, Flavor::Streamable, &principal) else {
+        if let Some(answered) = arrival.elsewhere(&shared, IdKind::Session, id, &headers, Bytes::new(), client).await {
+            return answered;
+        }
         return refusal(StatusCode::NOT_FOUND, "session not found: it ended or expired (start a new one with `initialize`)");
     };
     http.touch();
@@ -411,13 +461,23 @@ pub(super) async fn get(
 }
 
 /// DELETE /mcp: ends the session.
-pub(super) async fn delete(State(shared): State<Arc<Shared>>, Extension(principal): Extension<Principal>, headers: HeaderMap) -> Response {
+pub(super) async fn delete(
+    State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientKey>,
+    Extension(principal): Extension<Principal>,
+    arrival: Arrival,
+    headers: HeaderMap,
+) -> Response {
     let Some(id) = header_str(&headers, SESSION_ID) else {
         return refusal(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
     };
-    if shared.sessions.get(id, Flavor::Streamable, &principal).is_some() && shared.sessions.remove(id) {
-        tracing::debug!(session = %id, "session deleted by its client");
-        return StatusCode::OK.into_response();
+    if shared.sessions.get(id, Flavor::Streamable, &principal).is_some() {
+        if shared.sessions.remove(id) {
+            tracing::debug!(session = %Escaped(id), "session deleted by its client");
+            return StatusCode::OK.into_response();
+        }
+    } else if let Some(answered) = arrival.elsewhere(&shared, IdKind::Session, id, &headers, Bytes::new(), client).await {
+        return answered;
     }
     refusal(StatusCode::NOT_FOUND, "session not found")
 }
