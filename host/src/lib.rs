@@ -25,6 +25,7 @@ pub mod revision;
 pub mod router;
 pub mod runtime;
 pub mod session;
+pub mod store;
 pub mod tasks;
 pub mod telemetry;
 pub mod transport;

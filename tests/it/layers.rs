@@ -15,7 +15,7 @@ use paddock_tests::repo_root;
 const LAYERS: &[&[&str]] = &[
     &["allocator", "escape", "revision", "jsonrpc", "protocol"],
     &["telemetry"],
-    &["identity", "input", "budget", "audit", "replica"],
+    &["identity", "input", "budget", "audit", "replica", "store"],
     &["policy"],
     &["rate_limits"],
     &["plugin", "config", "tasks"],
