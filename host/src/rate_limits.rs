@@ -138,6 +138,31 @@ impl RateLimits {
             return Ok(());
         }
         let result = self.check(principal, tool, plugin);
+        self.settle(principal, tool, plugin, result)
+    }
+
+    /// The buckets one use of `plugin` by `principal` (of `tool`, for a tool call) charges in a
+    /// shared store, most specific first, each with the limit it enforces: the same rules as
+    /// `charge`, kept cluster-wide.
+    pub fn buckets(&self, principal: &Principal, tool: Option<&str>, plugin: &str) -> Vec<(Limit, crate::store::Bucket)> {
+        let bucket = |key: String, rate: Rate| crate::store::Bucket { key, interval: rate.interval(), burst: rate.burst.max(1) };
+        let mut buckets = Vec::new();
+        if let Some(tool) = tool
+            && let Some(rate) = self.rules.tools.get(tool).copied().or(self.rules.tool)
+        {
+            buckets.push((Limit::Tool, bucket(format!("tool {} {tool}", principal.id()), rate)));
+        }
+        if let Some(rate) = self.rules.principal {
+            buckets.push((Limit::Principal, bucket(format!("principal {}", principal.id()), rate)));
+        }
+        if let Some(rate) = self.rules.plugins.get(plugin).copied().or(self.rules.plugin) {
+            buckets.push((Limit::Plugin, bucket(format!("plugin {plugin}"), rate)));
+        }
+        buckets
+    }
+
+    /// Counts and logs what charging one use decided (here or in a shared store).
+    pub fn settle(&self, principal: &Principal, tool: Option<&str>, plugin: &str, result: Result<(), Limited>) -> Result<(), Limited> {
         let key = || format!("{} {}", principal.id(), tool.unwrap_or(plugin));
         match &result {
             Err(limited) => {

@@ -471,6 +471,28 @@ impl TaskStore {
     /// then finished tasks are evicted as the limits need (see the module's description).
     pub fn create(&self, plugin: &str, owner: TaskOwner, quota: QuotaKey, design: TaskDesign, ttl: Option<Duration>) -> Result<Arc<Task>, TaskError> {
         let ttl = ttl.unwrap_or(self.ttl.default).clamp(self.ttl.min, self.ttl.max);
+        let id = self.replica.mint(IdKind::Task);
+        self.insert(id, plugin, owner, quota, design, SystemTime::now(), ttl)
+    }
+
+    /// Takes in a 2026-07-28 task another replica created, whose next round this replica runs
+    /// (it claimed it in the shared store): `working`, created at `created`, kept for `ttl`
+    /// from then. Held to the same bounds as a task created here.
+    pub fn adopt(&self, id: &str, plugin: &str, owner: TaskOwner, quota: QuotaKey, created: SystemTime, ttl: Duration) -> Result<Arc<Task>, TaskError> {
+        self.insert(id.to_owned(), plugin, owner, quota, TaskDesign::Extension, created, ttl)
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "one constructor behind `create` and `adopt`")]
+    fn insert(
+        &self,
+        id: String,
+        plugin: &str,
+        owner: TaskOwner,
+        quota: QuotaKey,
+        design: TaskDesign,
+        created: SystemTime,
+        ttl: Duration,
+    ) -> Result<Arc<Task>, TaskError> {
         let mut held = self.held();
         sweep(&mut held.tasks);
         let unfinished = held.tasks.values().filter(|t| t.plugin == plugin && !t.status().is_terminal()).count();
@@ -479,17 +501,17 @@ impl TaskStore {
         }
         held.shed(&self.budget);
         held.make_room(&quota)?;
-        let id = self.replica.mint(IdKind::Task);
         let now = SystemTime::now();
+        let left = (created + ttl).duration_since(now).unwrap_or_default();
         let task = Arc::new(Task {
             id: id.clone(),
             plugin: plugin.to_owned(),
             owner,
             quota,
             design,
-            created: now,
+            created,
             ttl,
-            expires: Instant::now() + ttl,
+            expires: Instant::now() + left,
             stop: CancellationToken::new(),
             state: Mutex::new(TaskState {
                 status: TaskStatus::Working,
@@ -520,6 +542,16 @@ impl TaskStore {
             return Err(Missing::Evicted);
         }
         Err(Missing::Unknown)
+    }
+
+    /// The task with this id, whoever owns it (a cancellation another replica received).
+    pub fn find(&self, id: &str) -> Option<Arc<Task>> {
+        self.held().tasks.get(id).cloned()
+    }
+
+    /// Forgets task `id` (the shared store holds it from now on).
+    pub fn forget(&self, id: &str) {
+        self.held().tasks.remove(id);
     }
 
     /// Every task `owner` may see, oldest first.

@@ -27,5 +27,6 @@ mod lock_and_drift; // paddock.lock, --locked, and drift allow/warn/hold/block w
 mod oauth; // OAuth 2.1 resource server: a real issuer, each attack beside its twin, every official client with a token
 mod observability; // metrics scraped by a real Prometheus and promtool, bounded labels, the listener's guard, one OTLP trace into the upstream
 mod replicas; // several replicas sharing a key: owner-tagged ids, forwarding to the owner, forged ids and posing clients, an owner gone
+mod replicas_store; // three replicas sharing a real redis-server: tasks across replicas, an owner killed, fan-out, the store stopped, missing, optional
 mod stdio; // the stdio transport of the real binary: stdout purity, EOF, framing errors, page faults of a large call
 mod tidy; // repository hygiene: module docs, no inherited stdio/env/network, stdout writers

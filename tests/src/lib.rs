@@ -5,6 +5,7 @@
 //! first, and a missing artifact is a panic that says which command builds it.
 
 pub mod http;
+pub mod redis;
 pub mod replicas;
 
 use std::path::{Path, PathBuf};

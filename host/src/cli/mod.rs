@@ -459,7 +459,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             tokio::spawn(Arc::clone(&budget).return_freed_memory(std::time::Duration::from_secs(1)));
             let material = replicas::key_material(state_key_file.as_deref())?;
             let replica = replicas::replica(&replicas, &material)?;
-            let serving = Serving { budget, audit, watch, settle: watch_settle, locked, material, replica };
+            let store = replicas::store(&replicas, &material, state_key_file.is_some()).await?;
+            let serving = Serving { budget, audit, watch, settle: watch_settle, locked, material, replica, store };
             match http.http {
                 Some(addr) => serve_http(addr, &http, &plugins_dir, &common, serving).await,
                 None => serve(&plugins_dir, &common, serving, principal.as_deref()).await,
@@ -598,6 +599,8 @@ struct Serving {
     material: Vec<u8>,
     /// This replica.
     replica: Arc<crate::replica::Replica>,
+    /// The store replicas share, if any.
+    store: Option<Arc<crate::store::Store>>,
 }
 
 async fn serve(plugins_dir: &Path, common: &CommonArgs, serving: Serving, principal: Option<&str>) -> Result<ExitCode> {
@@ -762,7 +765,7 @@ async fn load_server(
     host_descriptors: u64,
     serving: Serving,
 ) -> Result<(Arc<crate::session::ServerState>, Arc<crate::folder::Folder>)> {
-    let Serving { budget, audit, settle, locked, material, replica, .. } = serving;
+    let Serving { budget, audit, settle, locked, material, replica, store, .. } = serving;
     let loaded = load(plugins_dir, common, host_descriptors, Load::Live { settle, locked }).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -795,7 +798,9 @@ async fn load_server(
     }
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
-    let server = crate::session::ServerState::for_replica(router, state_key, budget, callers, replica);
+    let server = crate::session::ServerState::for_replica(router, state_key, budget, callers, replica, store);
+    // The feed runs as long as the process: it holds the server only weakly.
+    drop(server.follow_store());
     let mut problems: Vec<crate::mcp::ServingProblem> =
         loaded.problems.iter().map(|p| crate::mcp::ServingProblem { path: p.path.display().to_string(), reason: p.reason.clone() }).collect();
     problems.extend(loaded.router_errors.iter().map(|e| crate::mcp::ServingProblem { path: plugins_dir.display().to_string(), reason: e.to_string() }));

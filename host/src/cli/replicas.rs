@@ -21,6 +21,42 @@ pub(super) struct ReplicaArgs {
     /// only these are ever dialled. Needs --state-key-file shared by every replica.
     #[arg(long = "peer", value_name = "ID=URL|TEMPLATE", requires = "state_key_file")]
     pub(super) peers: Vec<String>,
+    /// The store replicas share: 2026-07-28 tasks (answered by any replica), list changes and
+    /// resource updates (heard by every replica's clients), rate limits and approvals. A Redis
+    /// server or one that speaks its protocol: `redis://[:PASSWORD@]HOST[:PORT][/DB]`,
+    /// `rediss://…` (TLS) or `unix:///PATH`. The URL may instead be given in PADDOCK_STORE (a
+    /// password on the command line is visible to other users). Needs --state-key-file shared by
+    /// every replica. Without it, each process keeps its own.
+    #[arg(long, value_name = "URL", requires = "state_key_file")]
+    pub(super) store: Option<String>,
+    /// Start even when the store does not answer (task methods fail with an error naming it
+    /// until it does); without this, a store that does not answer at start stops the start.
+    #[arg(long)]
+    pub(super) store_optional: bool,
+}
+
+/// The shared store, when `--store` or PADDOCK_STORE names one: opened (and, unless
+/// `--store-optional`, answering) before anything is served.
+pub(super) async fn store(args: &ReplicaArgs, material: &[u8], key_file_given: bool) -> Result<Option<Arc<crate::store::Store>>> {
+    let url = match (&args.store, std::env::var("PADDOCK_STORE")) {
+        (Some(url), _) => url.clone(),
+        (None, Ok(url)) if !url.is_empty() => {
+            if !key_file_given {
+                anyhow::bail!("PADDOCK_STORE names a shared store, which needs --state-key-file shared by every replica");
+            }
+            url
+        }
+        _ => {
+            if args.store_optional {
+                anyhow::bail!("--store-optional needs --store (or PADDOCK_STORE)");
+            }
+            return Ok(None);
+        }
+    };
+    let store = crate::store::Store::open(&url, material, args.store_optional)
+        .await
+        .context("--store (fix: start the store, correct its URL, or pass --store-optional to start without it)")?;
+    Ok(Some(Arc::new(store)))
 }
 
 /// The shared key material: the key file's bytes, or 32 bytes drawn now for a process on its own.

@@ -155,7 +155,13 @@ pub(super) async fn ask_in_session(scope: &Scope, target: &Target) -> Result<App
 /// 2026-07-28: the approval step of a call. With no state, the form goes back; with an approval
 /// state, its answer decides (once); with any other state (a plugin's round of an approved
 /// call) the call goes on.
-pub(super) fn settle_stateless(scope: &Scope, target: &Target, plugin: &str, responses: Option<&Value>, state: Option<&Value>) -> Result<Approved, McpError> {
+pub(super) async fn settle_stateless(
+    scope: &Scope,
+    target: &Target,
+    plugin: &str,
+    responses: Option<&Value>,
+    state: Option<&Value>,
+) -> Result<Approved, McpError> {
     let key = &scope.state.state_key;
     let arguments = target.arguments();
     let caller = scope.context().caller.clone();
@@ -185,7 +191,16 @@ pub(super) fn settle_stateless(scope: &Scope, target: &Target, plugin: &str, res
     let Some(answer) = responses.and_then(|r| r.get(APPROVAL_KEY)) else {
         return Err(McpError::InvalidParams(format!("the retry must answer `{APPROVAL_KEY}`, the approval form")));
     };
-    if !scope.state.approvals.spend(nonce, Instant::now() + APPROVAL_TTL)? {
+    // Spent once: in the store every replica shares, when there is one.
+    let first = match scope.state.store() {
+        Some(store) => {
+            let until = std::time::SystemTime::now() + APPROVAL_TTL;
+            let until_ms = until.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+            store.spend(&nonce, until_ms).await.map_err(|error| McpError::Internal(error.to_string()))?
+        }
+        None => scope.state.approvals.spend(nonce, Instant::now() + APPROVAL_TTL)?,
+    };
+    if !first {
         return Err(McpError::InvalidParams("this approval was already answered; call the tool again to ask anew".to_owned()));
     }
     match said_yes(answer) {

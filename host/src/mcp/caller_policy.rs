@@ -101,7 +101,7 @@ pub fn sees(rules: &AccessRules, principal: &Principal, kind: ItemKind, name: &s
 ///
 /// # Errors
 /// A limit refused it; the error says when to retry.
-pub(super) fn charge(scope: &Scope, target: &Target) -> Result<(), McpError> {
+pub(super) async fn charge(scope: &Scope, target: &Target) -> Result<(), McpError> {
     let rates = &scope.state.callers.rates;
     if !rates.is_active() {
         return Ok(());
@@ -111,18 +111,40 @@ pub(super) fn charge(scope: &Scope, target: &Target) -> Result<(), McpError> {
         Target::Tool { name, .. } => Some(name.as_str()),
         _ => None,
     };
-    rates.charge(scope.client.principal(), tool, &plugin).map_err(|limited| McpError::RateLimited { limit: limited.limit, retry_after: limited.retry_after })
+    charge_use(scope, tool, &plugin).await
 }
 
 /// Charges one completion of a prompt or template served by `plugin`.
-pub(super) fn charge_plugin(scope: &Scope, plugin: Option<&str>) -> Result<(), McpError> {
-    let rates = &scope.state.callers.rates;
+pub(super) async fn charge_plugin(scope: &Scope, plugin: Option<&str>) -> Result<(), McpError> {
     match plugin {
-        Some(plugin) if rates.is_active() => rates
-            .charge(scope.client.principal(), None, plugin)
-            .map_err(|limited| McpError::RateLimited { limit: limited.limit, retry_after: limited.retry_after }),
+        Some(plugin) if scope.state.callers.rates.is_active() => charge_use(scope, None, plugin).await,
         _ => Ok(()),
     }
+}
+
+/// Charges one use: to the buckets every replica shares when there is a store, else (or while
+/// the store is out of reach) to this replica's own.
+async fn charge_use(scope: &Scope, tool: Option<&str>, plugin: &str) -> Result<(), McpError> {
+    let rates = &scope.state.callers.rates;
+    let principal = scope.client.principal();
+    let result = match scope.state.store() {
+        Some(store) => {
+            let buckets = rates.buckets(principal, tool, plugin);
+            let shared: Vec<crate::store::Bucket> = buckets.iter().map(|(_, bucket)| bucket.clone()).collect();
+            match store.charge(&shared).await {
+                Ok(crate::store::Charged::Admitted) => rates.settle(principal, tool, plugin, Ok(())),
+                Ok(crate::store::Charged::Refused { index, retry_after }) => {
+                    let limit = buckets.get(index).map_or(crate::rate_limits::Limit::Principal, |(limit, _)| *limit);
+                    let retry_after = std::time::Duration::from_secs(retry_after.as_secs_f64().ceil().max(1.0) as u64);
+                    rates.settle(principal, tool, plugin, Err(crate::rate_limits::Limited { limit, retry_after }))
+                }
+                // The store is out of reach (logged as it went): this replica's own buckets hold.
+                Err(_) => rates.charge(principal, tool, plugin),
+            }
+        }
+        None => rates.charge(principal, tool, plugin),
+    };
+    result.map_err(|limited| McpError::RateLimited { limit: limited.limit, retry_after: limited.retry_after })
 }
 
 /// What `principal` sees of the `kind` list in `router`, as one number: equal before and after
@@ -186,6 +208,7 @@ impl Watcher {
         let rules = &state.callers.access;
         match change {
             super::Change::Task { owner, .. } => owner.as_ref() == self.principal.id(),
+            super::Change::Resync => true,
             super::Change::Resource(uri) => sees(rules, &self.principal, ItemKind::Resource, uri),
             super::Change::List(kind) => {
                 if rules.is_open() {

@@ -20,7 +20,7 @@ use crate::policy::Approval;
 pub(super) async fn serve(scope: &Scope, call: Call) -> Result<Reply, McpError> {
     let Call { target, task, mut responses, mut state } = call;
     let approval = caller_policy::admit(scope, &target)?;
-    caller_policy::charge(scope, &target)?;
+    caller_policy::charge(scope, &target).await?;
     let router = &scope.router;
     let context = scope.context();
     if let Target::Tool { name, .. } = &target
@@ -53,7 +53,7 @@ pub(super) async fn serve(scope: &Scope, call: Call) -> Result<Reply, McpError> 
                 Era::Legacy { .. } => approvals::ask_in_session(scope, &target).await?,
                 Era::Modern { .. } => {
                     let plugin = target.owner(router).ok_or_else(|| target.unknown())?;
-                    approvals::settle_stateless(scope, &target, &plugin, responses.as_ref(), state.as_ref())?
+                    approvals::settle_stateless(scope, &target, &plugin, responses.as_ref(), state.as_ref()).await?
                 }
             };
             match approved {

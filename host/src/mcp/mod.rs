@@ -12,6 +12,7 @@ mod approvals;
 mod audited;
 mod caller_policy;
 mod calls;
+mod cluster;
 mod error;
 mod lifecycle;
 mod lists;
@@ -22,6 +23,7 @@ mod request;
 mod rounds;
 mod scope;
 mod shape;
+mod shared_tasks;
 mod spent;
 mod state;
 mod subscriptions;
@@ -151,7 +153,7 @@ async fn serve(scope: &Scope, method: &Method, params: Option<Map<String, Value>
                 crate::protocol::CompletionTarget::Prompt(name) => scope.router.prompt_owner(name),
                 crate::protocol::CompletionTarget::ResourceTemplate(uri) => scope.router.template_owner(uri),
             };
-            caller_policy::charge_plugin(scope, plugin)?;
+            caller_policy::charge_plugin(scope, plugin).await?;
             let completion = scope.router.complete(&target, (&argument.0, &argument.1), context, &scope.cx).await?;
             Ok(Reply::new(json!({"completion": reply::to_json(&completion)?})))
         }

@@ -126,12 +126,19 @@ impl Scope {
             TaskDesign::Experimental => self.client.notify(notification_line("notifications/tasks/status", task.to_wire(false))),
             TaskDesign::Extension => {
                 let owner = match &task.owner {
-                    crate::tasks::TaskOwner::Caller(id) => Arc::from(id.as_str()),
-                    crate::tasks::TaskOwner::Session(_) => Arc::from(""),
+                    crate::tasks::TaskOwner::Caller(id) => id.as_str(),
+                    crate::tasks::TaskOwner::Session(_) => "",
                 };
-                self.state.announce(Change::Task { id: Arc::from(task.id.as_str()), owner, detail: Arc::new(task.to_wire(true)) })
+                self.announce_task(&task.id, owner, task.to_wire(true));
             }
         }
+    }
+
+    /// Tells the listeners of 2026-07-28 task `id` of `owner` what it is now (`detail`, as
+    /// `tasks/get` shows it), here and, through the shared store, on every other replica.
+    pub(super) fn announce_task(&self, id: &str, owner: &str, detail: Value) {
+        super::cluster::publish_task(self.state.store.as_ref(), self.state.replica.id().as_str(), id, owner, &detail);
+        self.state.announce(Change::Task { id: Arc::from(id), owner: Arc::from(owner), detail: Arc::new(detail) });
     }
 }
 

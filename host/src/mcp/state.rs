@@ -46,6 +46,9 @@ pub enum Change {
     /// A 2026-07-28 task changed; `detail` is the task as `tasks/get` shows it; `owner` the id of
     /// the principal it belongs to (only that principal hears of it).
     Task { id: Arc<str>, owner: Arc<str>, detail: Arc<serde_json::Value> },
+    /// Changes published by other replicas may have been missed (the store's feed was cut off):
+    /// every follower is told that everything it follows may have changed.
+    Resync,
 }
 
 /// Reloads of one plugin: the kinds announced since the last reload started, and whether a
@@ -111,6 +114,11 @@ pub struct ServerState {
     /// The process's memory budget for what clients make the host hold.
     pub(crate) budget: Arc<crate::budget::Budget>,
     pub(crate) callers: CallerPolicy,
+    /// This replica: its task ids name it, and it runs the task rounds it claims.
+    pub(crate) replica: Arc<crate::replica::Replica>,
+    /// The store replicas share (`--store`), if any: 2026-07-28 tasks, the feed of changes,
+    /// rate limits and approvals.
+    pub(crate) store: Option<Arc<crate::store::Store>>,
     /// 2026-07-28 approvals already answered.
     pub(crate) approvals: super::spent::Spent,
     /// Files of the plugins folder that are not served as they are on disk, and why.
@@ -168,15 +176,32 @@ impl ServerState {
     }
 
     /// A server of `replica` (its task ids name it), charging `budget`, serving requests under
-    /// `callers`.
+    /// `callers`, sharing what replicas share through `store` when there is one.
     pub fn for_replica(
         router: Arc<Router>,
         state_key: StateKey,
         budget: Arc<crate::budget::Budget>,
         callers: CallerPolicy,
         replica: Arc<crate::replica::Replica>,
+        store: Option<Arc<crate::store::Store>>,
     ) -> Arc<ServerState> {
-        ServerState::build_on(router, state_key, ServerLimits::default(), budget, callers, replica)
+        ServerState::build_on(router, state_key, ServerLimits::default(), budget, callers, replica, store)
+    }
+
+    /// With its own time limits, as `for_replica`.
+    pub fn for_replica_with_limits(
+        router: Arc<Router>,
+        state_key: StateKey,
+        limits: ServerLimits,
+        replica: Arc<crate::replica::Replica>,
+        store: Option<Arc<crate::store::Store>>,
+    ) -> Arc<ServerState> {
+        ServerState::build_on(router, state_key, limits, crate::budget::Budget::unlimited(), CallerPolicy::default(), replica, store)
+    }
+
+    /// The store replicas share, if there is one.
+    pub fn store(&self) -> Option<&Arc<crate::store::Store>> {
+        self.store.as_ref()
     }
 
     /// The policy requests are served under.
@@ -185,7 +210,7 @@ impl ServerState {
     }
 
     fn build(router: Arc<Router>, state_key: StateKey, limits: ServerLimits, budget: Arc<crate::budget::Budget>, callers: CallerPolicy) -> Arc<ServerState> {
-        ServerState::build_on(router, state_key, limits, budget, callers, Arc::new(crate::replica::Replica::solo()))
+        ServerState::build_on(router, state_key, limits, budget, callers, Arc::new(crate::replica::Replica::solo()), None)
     }
 
     fn build_on(
@@ -195,17 +220,20 @@ impl ServerState {
         budget: Arc<crate::budget::Budget>,
         callers: CallerPolicy,
         replica: Arc<crate::replica::Replica>,
+        store: Option<Arc<crate::store::Store>>,
     ) -> Arc<ServerState> {
         Arc::new(ServerState {
             router: RwLock::new(router),
             swapping: Mutex::new(()),
             reloads: Mutex::new(HashMap::new()),
             changes: broadcast::channel(CHANGE_FEED).0,
-            tasks: crate::tasks::TaskStore::on_replica(Arc::clone(&budget), limits.task_ttl, replica),
+            tasks: crate::tasks::TaskStore::on_replica(Arc::clone(&budget), limits.task_ttl, Arc::clone(&replica)),
             state_key,
             limits,
             budget,
             callers,
+            replica,
+            store,
             approvals: super::spent::Spent::default(),
             problems: RwLock::new(Arc::from(Vec::new())),
         })
@@ -260,14 +288,53 @@ impl ServerState {
         self.changes.subscribe()
     }
 
+    /// Follows the store's feed, when there is a store: what other replicas publish reaches this
+    /// replica's followers (a list change is read again from the plugin here first), a task
+    /// cancelled elsewhere stops its run here, and a feed that was cut off tells every follower
+    /// that everything it follows may have changed.
+    pub fn follow_store(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let store = self.store.as_ref()?;
+        let server = Arc::downgrade(self);
+        Some(store.follow(move |event| {
+            let Some(server) = server.upgrade() else { return };
+            match event {
+                crate::store::FeedEvent::Change(payload) => match super::cluster::heard(&payload, server.replica.id().as_str()) {
+                    Some(super::cluster::Heard::List { plugin, kind }) => server.list_changed_here(&plugin, kind),
+                    Some(super::cluster::Heard::Resource(uri)) => server.announce(Change::Resource(Arc::from(uri))),
+                    Some(super::cluster::Heard::Task { id, owner, detail }) => {
+                        server.announce(Change::Task { id: Arc::from(id), owner: Arc::from(owner), detail: Arc::new(detail) });
+                    }
+                    None => {}
+                },
+                crate::store::FeedEvent::Cancel(id) => {
+                    if let Some(task) = server.tasks.find(&id)
+                        && task.cancel("cancelled by the client")
+                    {
+                        tracing::info!(task = %crate::escape::Escaped(&id), "a task cancelled through another replica is stopped here");
+                    }
+                }
+                crate::store::FeedEvent::Resync => server.announce(Change::Resync),
+            }
+        }))
+    }
+
     /// Puts a change on the feed (nobody following is fine).
     pub(crate) fn announce(&self, change: Change) {
         let _ = self.changes.send(change);
     }
 
     /// `plugin` announced that its `kind` list changed: its lists are read again in the
-    /// background and, once served, announced to clients.
+    /// background and, once served, announced to clients; other replicas are told to do the same.
     pub(crate) fn list_changed(self: &Arc<Self>, plugin: &str, kind: ListKind) {
+        if self.router().catalog_of(plugin).is_none() {
+            return;
+        }
+        super::cluster::publish_list(self.store.as_ref(), self.replica.id().as_str(), plugin, kind);
+        self.list_changed_here(plugin, kind);
+    }
+
+    /// Reads `plugin`'s lists again here, as if it had announced that `kind` changed.
+    pub(crate) fn list_changed_here(self: &Arc<Self>, plugin: &str, kind: ListKind) {
         if self.router().catalog_of(plugin).is_none() {
             return;
         }
@@ -297,6 +364,7 @@ impl ServerState {
             );
             return;
         }
+        super::cluster::publish_resource(self.store.as_ref(), self.replica.id().as_str(), uri);
         // No receiver is fine: nobody follows changes right now.
         let _ = self.changes.send(Change::Resource(Arc::from(uri)));
     }

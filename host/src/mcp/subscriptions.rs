@@ -148,6 +148,7 @@ impl Filter {
             Change::List(kind) => kind.notification(),
             Change::Resource(_) => "notifications/resources/updated",
             Change::Task { .. } => "notifications/tasks",
+            Change::Resync => return None,
         };
         if let Some(tag) = tag {
             params.insert("_meta".into(), json!({META_SUBSCRIPTION_ID: tag.to_value()}));
@@ -185,6 +186,7 @@ pub fn closing_result(tag: &Id) -> Value {
 /// What one receive from the change feed gives a follower: lines to queue, or the end.
 pub fn lines_from(received: Result<Change, RecvError>, filter: &Filter, tag: Option<&Id>) -> Option<Vec<String>> {
     match received {
+        Ok(Change::Resync) => Some(filter.catch_up(tag)),
         Ok(change) => Some(filter.line_for(&change, tag).into_iter().collect()),
         Err(RecvError::Lagged(missed)) => {
             tracing::warn!(missed, "a client fell behind the change feed; it is told that everything it follows may have changed");

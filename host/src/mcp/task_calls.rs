@@ -40,6 +40,7 @@ use super::reply::{Reply, call_result_json, to_json};
 use super::request::{Method, Target, TaskRequest};
 use super::rounds;
 use super::scope::Scope;
+use super::shared_tasks;
 use super::{Era, MAX_ROUNDS};
 use crate::input::{Outcome, RequestContext};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
@@ -218,6 +219,17 @@ pub(super) async fn call_as_extension_task(scope: &Scope, target: Target, contex
             }
         }
     };
+    // Shared: in the store before the reply that announces it.
+    if let Some(store) = shared_tasks::store(scope)
+        && let Err(error) = shared_tasks::created(store, scope, &task, &owner_id(&owner)).await
+    {
+        run.cancel();
+        if let Pending::Running(handle) = &pending {
+            handle.abort();
+        }
+        scope.state.tasks.forget(&task.id);
+        return Err(error);
+    }
     let running = Arc::clone(&task);
     let scope_of_task = scope.clone();
     tokio::spawn(async move { run_extension_task(scope_of_task, running, target, context, run, pending).await });
@@ -244,35 +256,46 @@ async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut c
                         Ok(Err(error)) => Err(error),
                         Err(_) => Err(McpError::internal()),
                     },
-                    () = task.stop.cancelled() => { run.cancel(); abort.abort(); return scope.task_changed(&task) }
-                    () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return scope.task_changed(&task) }
+                    () = task.stop.cancelled() => { run.cancel(); abort.abort(); return settle(&scope, &task).await }
+                    () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return settle(&scope, &task).await }
                 }
             }
         };
         let asked = match outcome {
             Ok(Ran::Outcome(Outcome::Complete(finished))) => {
                 task.finish(Ok(finished.result));
-                return scope.task_changed(&task);
+                return settle(&scope, &task).await;
             }
             Ok(Ran::Fault { error: PluginError::Cancelled, .. }) => {
                 task.cancel("the task's run was cancelled");
-                return scope.task_changed(&task);
+                return settle(&scope, &task).await;
             }
             Ok(Ran::Fault { plugin, error }) => {
                 task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("plugin `{plugin}` failed: {error}"))));
-                return scope.task_changed(&task);
+                return settle(&scope, &task).await;
             }
             Err(error) => {
                 task.finish(Err(error.to_wire(revision)));
-                return scope.task_changed(&task);
+                return settle(&scope, &task).await;
             }
             Ok(Ran::Outcome(Outcome::InputRequired(asked))) => asked,
         };
         if let Err(error) = rounds::refuse_undeclared(&asked, &context.client_capabilities, &task.plugin) {
             task.finish(Err(error.to_wire(revision)));
-            return scope.task_changed(&task);
+            return settle(&scope, &task).await;
         }
-        task.park(asked.requests, "waiting for the client's answers");
+        task.park(asked.requests.clone(), "waiting for the client's answers");
+        // Shared: parked in the store, where any replica's `tasks/update` picks it up; nothing
+        // here waits for the answers.
+        if let Some(store) = shared_tasks::store(&scope) {
+            run.cancel();
+            if shared_tasks::park(store, &scope, &task, &target, &context, &asked).await {
+                scope.state.tasks.forget(&task.id);
+                return scope.task_changed(&task);
+            }
+            task.finish(Err(ErrorObject::new(INTERNAL_ERROR, "the task could not be kept in the shared store while it waits for input")));
+            return settle(&scope, &task).await;
+        }
         scope.task_changed(&task);
         let answers = tokio::select! {
             answers = task.answers() => answers,
@@ -281,7 +304,7 @@ async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut c
         };
         let Some(answers) = answers else {
             task.cancel("the client did not answer in time");
-            return scope.task_changed(&task);
+            return settle(&scope, &task).await;
         };
         task.resume();
         scope.task_changed(&task);
@@ -291,7 +314,46 @@ async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut c
         pending = Pending::Running(tokio::spawn(async move { run_task_once(&router, &target, &again).await }));
     }
     task.finish(Err(ErrorObject::new(INTERNAL_ERROR, format!("the plugin asked for input more than {MAX_ROUNDS} times"))));
-    scope.task_changed(&task);
+    settle(&scope, &task).await;
+}
+
+/// A 2026-07-28 task changed status for good (or this replica let it go): shared, the store
+/// is told first, then the task's listeners, unless the store refused the change (the task
+/// was cancelled through another replica, which told them).
+async fn settle(scope: &Scope, task: &Task) {
+    if let Some(store) = shared_tasks::store(scope) {
+        let saved = shared_tasks::save(store, scope, task).await;
+        scope.state.tasks.forget(&task.id);
+        if saved == Some(false) {
+            return;
+        }
+    }
+    scope.task_changed(task);
+}
+
+/// The id of the principal a 2026-07-28 task belongs to.
+fn owner_id(owner: &TaskOwner) -> String {
+    match owner {
+        TaskOwner::Caller(id) => id.clone(),
+        TaskOwner::Session(_) => String::new(),
+    }
+}
+
+/// Runs the next round of a 2026-07-28 task this replica claimed in the shared store.
+async fn run_claimed(scope: &Scope, store: &crate::store::Store, next: shared_tasks::Continuation) {
+    let shared_tasks::Continuation { id, plugin, target, context, created, ttl } = next;
+    let task = match scope.state.tasks.adopt(&id, &plugin, task_owner(scope), scope.client.quota(), created, ttl) {
+        Ok(task) => task,
+        Err(busy) => {
+            tracing::warn!(task = %id, error = %busy, "a claimed task's round cannot run here: it fails");
+            shared_tasks::fail(store, scope, &id, &owner_id(&task_owner(scope)), &busy.to_string()).await;
+            return;
+        }
+    };
+    let run = task_context(scope, context.clone());
+    let (router, first, again) = (Arc::clone(&scope.router), target.clone(), run.clone());
+    let pending = Pending::Running(tokio::spawn(async move { run_task_once(&router, &first, &again).await }));
+    tokio::spawn(run_extension_task(scope.clone(), task, target, context, run, pending));
 }
 
 /// Runs a 2026-07-28 task's tool once. Unlike `rounds::run_once`, which turns a run that failed
@@ -323,6 +385,17 @@ async fn run_task_once(router: &Router, target: &Target, cx: &CallContext) -> Re
 /// `tasks/get`, `tasks/list`, `tasks/cancel`, `tasks/update` and `tasks/result`, in `design`.
 pub(super) async fn serve(scope: &Scope, design: TaskDesign, request: TaskRequest) -> Result<Reply, McpError> {
     let owner = task_owner(scope);
+    if design == TaskDesign::Extension
+        && let Some(store) = shared_tasks::store(scope)
+    {
+        return match shared_tasks::serve(store, scope, &owner_id(&owner), request).await? {
+            shared_tasks::Served::Reply(result) => Ok(Reply::new(result)),
+            shared_tasks::Served::Claimed(next) => {
+                run_claimed(scope, store, *next).await;
+                Ok(Reply::new(json!({})))
+            }
+        };
+    }
     let id = match &request {
         TaskRequest::List { cursor } => return list_tasks(scope, cursor.as_deref(), &owner).map(Reply::new),
         TaskRequest::Result { id } => return task_result(scope, id, &owner).await,

@@ -123,7 +123,8 @@ fn a_task_is_seen_only_by_its_owner_and_ids_are_unguessable() {
     let store = TaskStore::default();
     let mine = store.create("p", TaskOwner::Session(1), QuotaKey::Session(1), TaskDesign::Experimental, None).expect("room");
     let theirs = store.create("p", TaskOwner::Session(2), QuotaKey::Session(2), TaskDesign::Experimental, None).expect("room");
-    assert_eq!(mine.id.len(), 32);
+    // The replica's id, a dot, then 128 random bits and a seal (`replica::ids`).
+    assert_eq!(mine.id.split_once('.').map(|(_, sealed)| sealed.len()), Some(43), "{}", mine.id);
     assert_ne!(mine.id, theirs.id);
     assert!(store.get(&mine.id, &TaskOwner::Session(1)).is_ok());
     assert_eq!(store.get(&mine.id, &TaskOwner::Session(2)).unwrap_err(), Missing::Unknown);

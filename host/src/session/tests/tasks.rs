@@ -56,7 +56,7 @@ async fn a_slow_call_becomes_a_task_that_a_listen_request_follows_to_its_result(
     let created = h.ask(&call(1, TASK_CAPS, "fake_background", r#"{"ms":600}"#)).await["result"].clone();
     assert_eq!(created["resultType"], "task", "{created}");
     assert_eq!(created["status"], "working");
-    assert!(created["taskId"].as_str().is_some_and(|id| id.len() == 32), "{created}");
+    assert!(created["taskId"].as_str().and_then(|id| id.split_once('.')).is_some_and(|(_, sealed)| sealed.len() == 43), "an owner-tagged id: {created}");
     assert!(created["ttlMs"].as_u64().is_some_and(|t| t > 0) && created["pollIntervalMs"].as_u64().is_some(), "{created}");
     assert!(created["createdAt"].is_string() && created["lastUpdatedAt"].is_string());
     for absent in ["task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval", "content"] {

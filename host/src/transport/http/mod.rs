@@ -504,8 +504,9 @@ async fn guarded(path: &str, handler: impl std::future::Future<Output = axum::re
 
 /// `ready` once the plugins are loaded; asked for JSON (`Accept: application/json`), the detail:
 /// the generation serving, the plugins served, every file not served as it is on disk with the
-/// reason, whether metrics are on, and how the span exporter is doing (`null` when traces are
-/// off); behind the bearer token when the listener has one.
+/// reason, whether metrics are on, how the span exporter is doing (`null` when traces are off),
+/// this replica's id and how the shared store is doing (`null` without one); behind the bearer
+/// token when the listener has one.
 async fn readyz(State(shared): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> axum::response::Response {
     let server = match shared.server() {
         Ok(server) => server,
@@ -527,6 +528,8 @@ async fn readyz(State(shared): State<Arc<Shared>>, headers: axum::http::HeaderMa
         "problems": &*server.problems(),
         "metrics": crate::telemetry::metrics::get().is_some(),
         "exporter": crate::telemetry::export::health().map(crate::telemetry::export::ExportHealth::report),
+        "replica": shared.options.replica.id().as_str(),
+        "store": server.store().map(|store| store.health()),
     });
     json_reply(StatusCode::OK, detail.to_string())
 }

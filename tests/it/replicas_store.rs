@@ -1,0 +1,271 @@
+//! Three replicas sharing a real `redis-server` (`--store`): a 2026-07-28 task created through
+//! one replica is polled, answered and cancelled through the others; the replica a task waiting
+//! for input started on is killed and another finishes it; a resource update announced on one
+//! replica reaches a listen stream on another; and the store stopped and started again mid-run,
+//! missing at start, and optional.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use paddock_tests::http::{EventReader, HttpHost, modern_meta};
+use paddock_tests::redis::RedisServer;
+use paddock_tests::replicas::Cluster;
+use paddock_tests::{WAIT, conformance_plugins};
+use serde_json::{Value, json};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// POSTs a 2026-07-28 request declaring the tasks extension, with the headers its method needs.
+async fn modern(host: &HttpHost, method: &str, mut params: Value) -> Result<reqwest::Response> {
+    params["_meta"] = modern_meta(json!({"elicitation": {}, "extensions": {TASKS: {}}}));
+    let name = params.get("name").or_else(|| params.get("uri")).or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let mut request = reqwest::Client::new()
+        .post(host.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    Ok(request.body(body.to_string()).send().await?)
+}
+
+async fn result_of(host: &HttpHost, method: &str, params: Value) -> Result<Value> {
+    let response = modern(host, method, params).await?;
+    let text = response.text().await?;
+    let reply: Value = serde_json::from_str(&text).with_context(|| format!("{method}: {text}"))?;
+    Ok(reply)
+}
+
+/// An empty result (`tasks/update`, `tasks/cancel`): no error, nothing but the result's own
+/// `resultType` and `_meta`.
+fn acknowledged(reply: &Value) {
+    let result = reply["result"].as_object().unwrap_or_else(|| panic!("a result: {reply}"));
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert!(result.keys().all(|k| k == "resultType" || k == "_meta"), "{reply}");
+}
+
+/// Polls `tasks/get` through `host` until the task's status is `status`.
+async fn poll_until(host: &HttpHost, id: &str, status: &str) -> Result<Value> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let reply = result_of(host, "tasks/get", json!({"taskId": id})).await?;
+        if reply["result"]["status"] == status {
+            return Ok(reply["result"].clone());
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} never became {status}: {reply}");
+        // The client polls, as `pollIntervalMs` asks it to (shortened here).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start(redis: &RedisServer, count: usize) -> Result<Cluster> {
+    let plugins = conformance_plugins();
+    let url = redis.url();
+    let cluster = Cluster::start(plugins.path(), count, &["--store", &url]).await?;
+    // The folder must outlive the replicas serving it.
+    std::mem::forget(plugins);
+    Ok(cluster)
+}
+
+#[tokio::test]
+async fn a_task_created_through_one_replica_is_polled_answered_and_cancelled_through_the_others() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let cluster = start(&redis, 3).await?;
+    let (r0, r1, r2) = (cluster.replica(0), cluster.replica(1), cluster.replica(2));
+
+    // A task that asks within itself: created on r0, seen waiting through r1.
+    let created = result_of(r0, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}})).await?;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().context("a task id")?.to_owned();
+    assert!(id.starts_with("r0."), "{id}");
+    let waiting = poll_until(r1, &id, "input_required").await?;
+    let (key, _) = waiting["inputRequests"].as_object().and_then(|r| r.iter().next()).context("a question")?;
+    // Answered through r2, which runs the next round; the result read through r0.
+    let answer = json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"confirm": true}}}});
+    acknowledged(&result_of(r2, "tasks/update", answer).await?);
+    let done = poll_until(r0, &id, "completed").await?;
+    assert_eq!(done["result"]["content"][0]["text"], "Deleted a.txt", "{done}");
+
+    // A long task started on r1, cancelled through r2: r1 stops running it.
+    let slow = result_of(r1, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60.0, "label": "x"}})).await?;
+    let slow_id = slow["result"]["taskId"].as_str().context("a task id")?.to_owned();
+    assert!(slow_id.starts_with("r1."), "{slow_id}");
+    assert_eq!(poll_until(r0, &slow_id, "working").await?["status"], "working");
+    acknowledged(&result_of(r2, "tasks/cancel", json!({"taskId": slow_id})).await?);
+    let cancelled = poll_until(r0, &slow_id, "cancelled").await?;
+    assert_eq!(cancelled["statusMessage"], "cancelled by the client");
+    r1.wait_for_log("a task cancelled through another replica is stopped here").await?;
+    // Cancelled once: again is a no-op; a finished task is left as it was.
+    acknowledged(&result_of(r0, "tasks/cancel", json!({"taskId": slow_id})).await?);
+    acknowledged(&result_of(r1, "tasks/cancel", json!({"taskId": id})).await?);
+    assert_eq!(poll_until(r2, &id, "completed").await?["status"], "completed");
+
+    // Ids no replica minted, or altered, are unknown everywhere.
+    let mut altered = id.clone().into_bytes();
+    let last = altered.len() - 1;
+    altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+    for bad in [String::from_utf8(altered)?, format!("r0.{}", "A".repeat(43)), "not-a-task".to_owned()] {
+        let refused = result_of(r1, "tasks/get", json!({"taskId": bad})).await?;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_replica_a_waiting_task_started_on_is_killed_and_another_finishes_it() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let mut cluster = start(&redis, 3).await?;
+    let created = result_of(cluster.replica(0), "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "b.txt"}})).await?;
+    let id = created["result"]["taskId"].as_str().context("a task id")?.to_owned();
+    let waiting = poll_until(cluster.replica(1), &id, "input_required").await?;
+    let key = waiting["inputRequests"].as_object().and_then(|r| r.keys().next().cloned()).context("a question")?;
+    cluster.kill(0).await?;
+    let answer = json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"confirm": false}}}});
+    acknowledged(&result_of(cluster.replica(1), "tasks/update", answer).await?);
+    let done = poll_until(cluster.replica(2), &id, "completed").await?;
+    assert_eq!(done["result"]["content"][0]["text"], "Kept b.txt", "{done}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_resource_update_announced_on_one_replica_reaches_a_listen_stream_on_another() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let cluster = start(&redis, 3).await?;
+    let listen = modern(cluster.replica(2), "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": ["test://watched-resource"]}})).await?;
+    assert_eq!(listen.status(), 200);
+    let mut events = EventReader::new(listen);
+    let acknowledged = events.next_message().await?;
+    assert_eq!(acknowledged["method"], "notifications/subscriptions/acknowledged", "{acknowledged}");
+    // The feed may still be subscribing: announced until heard, each within the wait.
+    let heard = tokio::time::timeout(WAIT, async {
+        loop {
+            let triggered = result_of(cluster.replica(0), "tools/call", json!({"name": "test_trigger_resource_update", "arguments": {}})).await?;
+            anyhow::ensure!(triggered["result"]["content"][0]["text"] == "Update announced", "{triggered}");
+            if let Ok(Ok(message)) = tokio::time::timeout(Duration::from_millis(500), events.next_message()).await {
+                return Ok(message);
+            }
+        }
+    })
+    .await??;
+    assert_eq!(heard["method"], "notifications/resources/updated", "{heard}");
+    assert_eq!(heard["params"]["uri"], "test://watched-resource");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_store_stopped_mid_run_fails_task_methods_naming_it_while_plain_calls_go_on_and_it_is_used_again_when_back() -> Result<()> {
+    let Some(mut redis) = RedisServer::start().await? else { return Ok(()) };
+    let cluster = start(&redis, 2).await?;
+    let (r0, r1) = (cluster.replica(0), cluster.replica(1));
+    let created = result_of(r0, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "c.txt"}})).await?;
+    let id = created["result"]["taskId"].as_str().context("a task id")?.to_owned();
+    poll_until(r1, &id, "input_required").await?;
+
+    redis.stop().await?;
+    let started = std::time::Instant::now();
+    let failed = modern(r1, "tasks/get", json!({"taskId": id})).await?;
+    assert_eq!(failed.status(), 500);
+    let failed: Value = failed.json().await?;
+    assert_eq!(failed["error"]["code"], -32603);
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("shared store") && message.contains(&redis.url()), "the error names the store: {message}");
+    assert!(started.elapsed() < Duration::from_secs(5), "no wait on a store that is gone: {:?}", started.elapsed());
+    // A call that would become a task is refused the same way; a plain call is served.
+    let refused = result_of(r0, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "d.txt"}})).await?;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let plain = result_of(r0, "tools/call", json!({"name": "test_simple_text", "arguments": {}})).await?;
+    assert!(plain["result"]["content"][0]["text"].is_string(), "{plain}");
+    let ready: Value = reqwest::Client::new().get(r0.url("/readyz")).header("accept", "application/json").send().await?.json().await?;
+    assert_eq!(ready["store"]["ok"], false, "{ready}");
+
+    // Back (empty: nothing was persisted): new tasks work through every replica again.
+    redis.restart().await?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let id = loop {
+        let created = result_of(r1, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "e.txt"}})).await?;
+        if let Some(id) = created["result"]["taskId"].as_str() {
+            break id.to_owned();
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "the store was not used again: {created}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(poll_until(r0, &id, "input_required").await?["status"], "input_required");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_store_that_does_not_answer_at_start_stops_the_start_unless_it_is_optional() -> Result<()> {
+    let plugins = conformance_plugins();
+    let keys = tempfile::tempdir()?;
+    let key = keys.path().join("state.key");
+    std::fs::write(&key, [7u8; 32])?;
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let url = format!("redis://127.0.0.1:{}", paddock_tests::free_port());
+    let key_arg = key.display().to_string();
+    let refused = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(paddock_tests::paddock_bin())
+            .args(["serve", &plugins.path().display().to_string(), "--http", "127.0.0.1:0", "--state-key-file", &key_arg, "--store", &url])
+            .env("PADDOCK_CACHE_DIR", paddock_tests::test_cache_dir())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await??;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "it must not serve without its store: {said}");
+    assert!(said.contains(&url) && said.contains("--store-optional"), "the refusal names the store and the way out: {said}");
+    let optional = HttpHost::start(plugins.path(), &["--state-key-file", &key_arg, "--store", &url, "--store-optional"]).await?;
+    let plain = result_of(&optional, "tools/call", json!({"name": "test_simple_text", "arguments": {}})).await?;
+    assert!(plain["result"]["content"][0]["text"].is_string(), "{plain}");
+    let task = result_of(&optional, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "f.txt"}})).await?;
+    assert_eq!(task["error"]["code"], -32603, "{task}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_rate_limit_holds_across_replicas_and_an_approval_is_spent_once_on_any_of_them() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let policy = r#"
+[rates]
+tools = { test_simple_text = { rate = "1/hour", burst = 2 } }
+
+[[access.rule]]
+name = "ask first"
+who = ["*"]
+tools = ["test_image_content"]
+approval = "ask"
+"#;
+    let plugins = paddock_tests::PluginDir::new()
+        .add("conformance", &paddock_tests::fixture_wasm("conformance"))
+        .write("paddock.toml", format!("[plugins.conformance]\nexpose = {{ prefix = \"\" }}\n{policy}"));
+    let url = redis.url();
+    let cluster = Cluster::start(plugins.path(), 3, &["--store", &url]).await?;
+    let call = |index: usize| result_of(cluster.replica(index), "tools/call", json!({"name": "test_simple_text", "arguments": {}}));
+    // Two uses of the burst, through two replicas; the third is refused on a third replica.
+    assert!(call(0).await?["result"]["content"].is_array());
+    assert!(call(1).await?["result"]["content"].is_array());
+    let limited = modern(cluster.replica(2), "tools/call", json!({"name": "test_simple_text", "arguments": {}})).await?;
+    assert_eq!(limited.status(), 429, "one bucket for the cluster");
+    let retry: u64 = limited.headers()["retry-after"].to_str()?.parse()?;
+    assert!((1..=3600).contains(&retry), "{retry}");
+
+    // An approval asked through r0, answered through r1, replayed through r2: spent once.
+    let asked = result_of(cluster.replica(0), "tools/call", json!({"name": "test_image_content", "arguments": {}})).await?;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    let answer = json!({
+        "name": "test_image_content", "arguments": {},
+        "inputResponses": {"paddock.approval": {"action": "accept", "content": {"approve": true}}},
+        "requestState": state,
+    });
+    let approved = result_of(cluster.replica(1), "tools/call", answer.clone()).await?;
+    assert_eq!(approved["result"]["content"][0]["type"], "image", "{approved}");
+    let replayed = result_of(cluster.replica(2), "tools/call", answer).await?;
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    assert!(replayed["error"]["message"].as_str().unwrap_or_default().contains("already answered"), "{replayed}");
+    Ok(())
+}
