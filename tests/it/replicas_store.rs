@@ -269,3 +269,68 @@ approval = "ask"
     assert!(replayed["error"]["message"].as_str().unwrap_or_default().contains("already answered"), "{replayed}");
     Ok(())
 }
+
+/// POSTs `body` in legacy session `session` of `host`, accepting `accept`.
+async fn legacy_post(host: &HttpHost, session: Option<&str>, accept: &str, body: &Value) -> Result<reqwest::Response> {
+    let mut request = reqwest::Client::new()
+        .post(host.url("/mcp"))
+        .header("accept", accept)
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    Ok(request.body(body.to_string()).send().await?)
+}
+
+#[tokio::test]
+async fn a_rolling_restart_answers_every_call_it_cannot_finish_and_hands_running_tasks_to_another_replica() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let plugins = conformance_plugins();
+    let url = redis.url();
+    let mut cluster = Cluster::start(plugins.path(), 2, &["--store", &url, "--shutdown-grace", "1s"]).await?;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}
+    }});
+    let opened = legacy_post(cluster.replica(0), None, "application/json", &init).await?;
+    let session = opened.headers()["mcp-session-id"].to_str()?.to_owned();
+    let slow = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow_compute", "arguments": {"seconds": 30.0, "label": "late"}}});
+    // A call of r0's session through r1 (forwarded), taking JSON only; one on r0 itself over SSE.
+    let forwarded = tokio::spawn({
+        let url = cluster.replica(1).url("/mcp");
+        let (session, body) = (session.clone(), slow(1).to_string());
+        async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("accept", "application/json")
+                .header("content-type", "application/json")
+                .header("mcp-session-id", session)
+                .body(body)
+                .send()
+                .await?;
+            anyhow::Ok((response.status(), response.text().await?))
+        }
+    });
+    let direct = legacy_post(cluster.replica(0), Some(&session), "application/json, text/event-stream", &slow(2)).await?;
+    let mut direct = EventReader::new(direct);
+    // A task running on r0: it becomes a task, then r0 is told to stop.
+    let task = result_of(cluster.replica(0), "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 3.0, "label": "handed"}})).await?;
+    let id = task["result"]["taskId"].as_str().context("a task")?.to_owned();
+    cluster.replica(0).wait_for_logs("request admitted", 3).await?;
+    cluster.replica(0).terminate()?;
+
+    // Nothing is dropped without a reply: each call gets its JSON-RPC error.
+    let (status, text) = tokio::time::timeout(WAIT, forwarded).await???;
+    let reply: Value = serde_json::from_str(&text).with_context(|| format!("{status}: {text}"))?;
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap_or_default().contains("shutting down"), "{reply}");
+    let reply = direct.next_message().await?;
+    assert_eq!(reply["id"], 2, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap_or_default().contains("shutting down"), "{reply}");
+    assert_eq!(cluster.replica_mut(0).exit_code(WAIT).await?, 0);
+    // The task was handed over: r1 runs its round again and finishes it.
+    let done = poll_until(cluster.replica(1), &id, "completed").await?;
+    assert_eq!(done["result"]["content"][0]["text"], "handed: computed in 3 s", "{done}");
+    cluster.replica(1).wait_for_log("a task another replica handed over runs here").await?;
+    Ok(())
+}

@@ -799,8 +799,10 @@ async fn load_server(
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
     let server = crate::session::ServerState::for_replica(router, state_key, budget, callers, replica, store);
-    // The feed runs as long as the process: it holds the server only weakly.
+    // The feed runs as long as the process: it holds the server only weakly. Tasks other
+    // replicas handed over are claimed and run here until this replica hands over its own.
     drop(server.follow_store());
+    tokio::spawn(crate::mcp::claim_orphans(Arc::clone(&server)));
     let mut problems: Vec<crate::mcp::ServingProblem> =
         loaded.problems.iter().map(|p| crate::mcp::ServingProblem { path: p.path.display().to_string(), reason: p.reason.clone() }).collect();
     problems.extend(loaded.router_errors.iter().map(|e| crate::mcp::ServingProblem { path: plugins_dir.display().to_string(), reason: e.to_string() }));

@@ -13,6 +13,7 @@ mod audited;
 mod caller_policy;
 mod calls;
 mod cluster;
+mod detached;
 mod error;
 mod lifecycle;
 mod lists;
@@ -47,7 +48,7 @@ pub use scope::AskFailure;
 pub use scope::{Client, Scope};
 pub use state::{CallerPolicy, Change, DEFAULT_INPUT_TIMEOUT, ServerLimits, ServerState, ServingProblem, TASK_AFTER};
 pub use subscriptions::{Filter, MAX_LISTENS, MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID, acknowledgement, closing_result, lines_from};
-pub use task_calls::declares_extension;
+pub use task_calls::{claim_orphans, declares_extension};
 
 #[cfg(test)]
 pub(crate) use reply::call_result_json;

@@ -174,6 +174,58 @@ pub(super) async fn park(store: &Store, scope: &Scope, task: &Task, target: &Tar
     }
 }
 
+/// Hands a task this replica runs over to the others (the shutdown grace ended): its round, as
+/// it started (its answers and the plugin's state), is kept sealed in the store, and whichever
+/// replica claims it runs the round again from its start. False when the store did not take it
+/// (then the task ends `failed`, saying so).
+pub(super) async fn hand_over(store: &Store, scope: &Scope, task: &Task, target: &Target, context: &RequestContext) -> bool {
+    let Target::Tool { name, arguments } = target else { return false };
+    let arguments_value: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let binding = Binding { plugin: &task.plugin, method: "tools/call", target: name, arguments: &arguments_value, caller: context.caller.as_deref() };
+    let round = Round { requests: Vec::new(), answered: context.input_responses.clone(), plugin_state: context.state.clone() };
+    let remaining = task.expires().saturating_duration_since(std::time::Instant::now());
+    let wire = task.to_wire(false);
+    let handed = match scope.state.state_key.seal_for(&binding, &round, remaining) {
+        Ok(sealed) => {
+            let continuation = json!({
+                "plugin": task.plugin,
+                "tool": name,
+                "arguments": arguments,
+                "context": context_json(context),
+                "round": sealed,
+                "created": wire.get("createdAt"),
+                "ttl_ms": u64::try_from(task.ttl().as_millis()).unwrap_or(u64::MAX),
+            });
+            let expires_at = now_ms().saturating_add(u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX));
+            store.hand_over_task(&task.id, scope.state.replica.id().as_str(), &continuation.to_string(), &rfc3339(SystemTime::now()), expires_at).await
+        }
+        Err(_) => Ok(false),
+    };
+    match handed {
+        Ok(true) => {
+            tracing::info!(task = %task.id, "a task still running at shutdown was handed over to the other replicas");
+            true
+        }
+        other => {
+            if let Err(error) = other {
+                tracing::warn!(task = %task.id, error = %error, "a task still running at shutdown could not be handed over");
+            }
+            let owner = match &task.owner {
+                crate::tasks::TaskOwner::Caller(id) => id.clone(),
+                crate::tasks::TaskOwner::Session(_) => String::new(),
+            };
+            fail(store, scope, &task.id, &owner, "the replica running the task stopped before it finished").await;
+            false
+        }
+    }
+}
+
+/// The principal a claimed orphan's continuation belongs to (its caller).
+pub(super) fn owner_of(continuation: &str) -> Option<String> {
+    let continuation: Value = serde_json::from_str(continuation).ok()?;
+    continuation.pointer("/context/caller").and_then(Value::as_str).map(str::to_owned)
+}
+
 /// `tasks/get`, `tasks/update` and `tasks/cancel` of a 2026-07-28 task, from the store.
 ///
 /// # Errors
@@ -301,7 +353,7 @@ pub(super) fn wire(id: &str, stored: &StoredTask) -> Value {
 
 /// The next round of a task this replica claimed: its continuation opened and the answers
 /// matched to the questions they answer. `None` when the continuation does not open here.
-fn resume(scope: &Scope, id: &str, continuation: &str, answers: &[(String, String)]) -> Option<Continuation> {
+pub(super) fn resume(scope: &Scope, id: &str, continuation: &str, answers: &[(String, String)]) -> Option<Continuation> {
     let continuation: Value = serde_json::from_str(continuation).ok()?;
     let text = |key: &str| continuation.get(key).and_then(Value::as_str);
     let (plugin, tool, arguments) = (text("plugin")?.to_owned(), text("tool")?.to_owned(), text("arguments")?.to_owned());
@@ -309,7 +361,8 @@ fn resume(scope: &Scope, id: &str, continuation: &str, answers: &[(String, Strin
     let arguments_value: Value = serde_json::from_str(&arguments).ok()?;
     let binding = Binding { plugin: &plugin, method: "tools/call", target: &tool, arguments: &arguments_value, caller: context.caller.as_deref() };
     let round = scope.state.state_key.open(&binding, text("round")?).ok()?;
-    context.input_responses = answered(&round.requests, answers);
+    // A round handed over mid-run carries its own answers; a parked one gets them now.
+    context.input_responses = if answers.is_empty() { round.answered } else { answered(&round.requests, answers) };
     context.state = round.plugin_state;
     let created = time::OffsetDateTime::parse(text("created")?, &time::format_description::well_known::Rfc3339).ok().map(SystemTime::from)?;
     let ttl = Duration::from_millis(continuation.get("ttl_ms").and_then(Value::as_u64)?);

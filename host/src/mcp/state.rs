@@ -119,6 +119,13 @@ pub struct ServerState {
     /// The store replicas share (`--store`), if any: 2026-07-28 tasks, the feed of changes,
     /// rate limits and approvals.
     pub(crate) store: Option<Arc<crate::store::Store>>,
+    /// Told when a replica shutting down handed a task over, or the feed was cut off (one may
+    /// have been missed): the orphan claimer looks for tasks to take.
+    pub(crate) orphaned: tokio::sync::Notify,
+    /// Cancelled when the shutdown grace ends: shared tasks still running are handed over.
+    pub(crate) handing_over: tokio_util::sync::CancellationToken,
+    /// The runs of 2026-07-28 tasks this replica runs (hand-over waits for them).
+    pub(crate) runs: tokio_util::task::TaskTracker,
     /// 2026-07-28 approvals already answered.
     pub(crate) approvals: super::spent::Spent,
     /// Files of the plugins folder that are not served as they are on disk, and why.
@@ -234,6 +241,9 @@ impl ServerState {
             callers,
             replica,
             store,
+            orphaned: tokio::sync::Notify::new(),
+            handing_over: tokio_util::sync::CancellationToken::new(),
+            runs: tokio_util::task::TaskTracker::new(),
             approvals: super::spent::Spent::default(),
             problems: RwLock::new(Arc::from(Vec::new())),
         })
@@ -313,9 +323,37 @@ impl ServerState {
                         tracing::info!(task = %crate::escape::Escaped(&id), "a task cancelled through another replica is stopped here");
                     }
                 }
-                crate::store::FeedEvent::Resync => server.announce(Change::Resync),
+                crate::store::FeedEvent::Resync => {
+                    server.announce(Change::Resync);
+                    server.orphaned.notify_one();
+                }
+                crate::store::FeedEvent::Orphan(_) => server.orphaned.notify_one(),
             }
         }))
+    }
+
+    /// Waits until the shared 2026-07-28 tasks running here have ended or parked (shutdown: they
+    /// get the grace period); at once without a store.
+    pub async fn finish_shared_runs(&self) {
+        if self.store.is_none() {
+            return;
+        }
+        self.runs.close();
+        self.runs.wait().await;
+    }
+
+    /// At the end of the shutdown grace: every shared 2026-07-28 task still running here is
+    /// handed over to the other replicas through the store (its round runs again there), within
+    /// `within`. Without a store, nothing is done: a task lives and ends with its process.
+    pub async fn hand_over_tasks(&self, within: Duration) {
+        if self.store.is_none() {
+            return;
+        }
+        self.handing_over.cancel();
+        self.runs.close();
+        if tokio::time::timeout(within, self.runs.wait()).await.is_err() {
+            tracing::warn!("tasks still running were not all handed over in time");
+        }
     }
 
     /// Puts a change on the feed (nobody following is fine).

@@ -41,6 +41,7 @@ use super::request::{Method, Target, TaskRequest};
 use super::rounds;
 use super::scope::Scope;
 use super::shared_tasks;
+use super::state::ServerState;
 use super::{Era, MAX_ROUNDS};
 use crate::input::{Outcome, RequestContext};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
@@ -232,7 +233,7 @@ pub(super) async fn call_as_extension_task(scope: &Scope, target: Target, contex
     }
     let running = Arc::clone(&task);
     let scope_of_task = scope.clone();
-    tokio::spawn(async move { run_extension_task(scope_of_task, running, target, context, run, pending).await });
+    scope.state.runs.spawn(async move { run_extension_task(scope_of_task, running, target, context, run, pending).await });
     tracing::info!(%plugin, task = %task.id, "tool call runs as a task");
     let mut result = task.to_wire(false);
     result["resultType"] = json!("task");
@@ -257,6 +258,15 @@ async fn run_extension_task(scope: Scope, task: Arc<Task>, target: Target, mut c
                         Err(_) => Err(McpError::internal()),
                     },
                     () = task.stop.cancelled() => { run.cancel(); abort.abort(); return settle(&scope, &task).await }
+                    // Shutting down: the round is handed to another replica, through the store.
+                    () = scope.state.handing_over.cancelled(), if shared_tasks::store(&scope).is_some() => {
+                        run.cancel();
+                        abort.abort();
+                        if let Some(store) = shared_tasks::store(&scope) && shared_tasks::hand_over(store, &scope, &task, &target, &context).await {
+                            scope.state.tasks.forget(&task.id);
+                        }
+                        return;
+                    }
                     () = tokio::time::sleep_until(expires) => { run.cancel(); abort.abort(); task.cancel("the task's time to live ran out"); return settle(&scope, &task).await }
                 }
             }
@@ -353,7 +363,43 @@ async fn run_claimed(scope: &Scope, store: &crate::store::Store, next: shared_ta
     let run = task_context(scope, context.clone());
     let (router, first, again) = (Arc::clone(&scope.router), target.clone(), run.clone());
     let pending = Pending::Running(tokio::spawn(async move { run_task_once(&router, &first, &again).await }));
-    tokio::spawn(run_extension_task(scope.clone(), task, target, context, run, pending));
+    scope.state.runs.spawn(run_extension_task(scope.clone(), task, target, context, run, pending));
+}
+
+/// Claims, for as long as the process serves, the tasks other replicas handed over when they
+/// shut down (and any left when no replica was there to take them), and runs each one's round
+/// again here. Only with a shared store; stops when this replica starts handing over its own.
+pub async fn claim_orphans(state: Arc<ServerState>) {
+    let Some(store) = state.store.clone() else { return };
+    loop {
+        let notified = state.orphaned.notified();
+        if state.handing_over.is_cancelled() {
+            return;
+        }
+        if let Ok(ids) = store.orphans(16).await {
+            for id in ids {
+                if state.replica.owner(crate::replica::IdKind::Task, &id).is_err() {
+                    continue;
+                }
+                let now = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+                let Ok(Some(continuation)) = store.claim_orphan(&id, state.replica.id().as_str(), &now).await else { continue };
+                let owner = shared_tasks::owner_of(&continuation).unwrap_or_default();
+                let client: Arc<dyn super::scope::Client> = Arc::new(super::detached::Detached::of(&owner));
+                let scope = Scope::new(&state, client, Era::Modern { log_level: None }, None, CallContext::new(id.clone(), None));
+                match shared_tasks::resume(&scope, &id, &continuation, &[]) {
+                    Some(next) => {
+                        tracing::info!(task = %id, "a task another replica handed over runs here");
+                        run_claimed(&scope, &store, next).await;
+                    }
+                    None => shared_tasks::fail(&store, &scope, &id, &owner, "the task's state could not be restored").await,
+                }
+            }
+        }
+        tokio::select! {
+            () = notified => {}
+            () = state.handing_over.cancelled() => return,
+        }
+    }
 }
 
 /// Runs a 2026-07-28 task's tool once. Unlike `rounds::run_once`, which turns a run that failed

@@ -25,6 +25,8 @@ pub enum FeedEvent {
     Change(String),
     /// Task `id` was cancelled.
     Cancel(String),
+    /// Task `id` was handed over by a replica shutting down: any replica may claim it.
+    Orphan(String),
     /// The subscription was lost and is back: messages may have been missed.
     Resync,
 }
@@ -50,7 +52,7 @@ impl Store {
     pub fn follow(self: &Arc<Self>, deliver: impl Fn(FeedEvent) + Send + Sync + 'static) -> tokio::task::JoinHandle<()> {
         let store = Arc::clone(self);
         tokio::spawn(async move {
-            let (changes, cancels) = (store.changes_channel(), store.cancel_channel());
+            let (changes, cancels, orphans) = (store.changes_channel(), store.cancel_channel(), store.orphan_channel());
             let mut backoff = Duration::from_millis(100);
             let mut lost = false;
             loop {
@@ -58,6 +60,7 @@ impl Store {
                     let mut pubsub = store.client.get_async_pubsub().await?;
                     pubsub.subscribe(&changes).await?;
                     pubsub.subscribe(&cancels).await?;
+                    pubsub.subscribe(&orphans).await?;
                     Ok::<_, redis::RedisError>(pubsub)
                 })
                 .await;
@@ -92,8 +95,14 @@ impl Store {
                         continue;
                     }
                     let Ok(payload) = std::str::from_utf8(payload) else { continue };
-                    let event =
-                        if message.get_channel_name() == cancels { FeedEvent::Cancel(payload.to_owned()) } else { FeedEvent::Change(payload.to_owned()) };
+                    let channel = message.get_channel_name();
+                    let event = if channel == cancels {
+                        FeedEvent::Cancel(payload.to_owned())
+                    } else if channel == orphans {
+                        FeedEvent::Orphan(payload.to_owned())
+                    } else {
+                        FeedEvent::Change(payload.to_owned())
+                    };
                     deliver(event);
                 }
                 tracing::warn!(store = %store.shown, "the shared store's feed was cut off; subscribing again");

@@ -146,7 +146,80 @@ redis.call('HSET', KEYS[1], 'status', 'working', 'message', '', 'runner', ARGV[2
 return {2, continuation, unpack(answers)}
 ";
 
+/// The running replica hands a task over (it is shutting down): its round's continuation is
+/// kept, nobody runs it, and it is listed among the orphans every replica is told of.
+const HAND_OVER: &str = r"
+local st = redis.call('HMGET', KEYS[1], 'status', 'runner')
+if not st[1] or st[2] ~= ARGV[1] then return 0 end
+if st[1] ~= 'working' then return 0 end
+redis.call('HSET', KEYS[1], 'runner', '', 'continuation', ARGV[2], 'updated', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[5])
+return 1
+";
+
+/// A replica claims an orphan: exactly one does, and only while nobody runs it.
+const CLAIM: &str = r"
+redis.call('ZREM', KEYS[2], ARGV[2])
+local st = redis.call('HMGET', KEYS[1], 'status', 'runner', 'continuation')
+if not st[1] or st[1] ~= 'working' or (st[2] and st[2] ~= '') or not st[3] then return false end
+redis.call('HDEL', KEYS[1], 'continuation')
+redis.call('HSET', KEYS[1], 'runner', ARGV[1], 'updated', ARGV[3])
+return st[3]
+";
+
 impl Store {
+    fn orphans_key(&self) -> String {
+        self.key(&["orphans"])
+    }
+
+    /// The channel hand-overs are published on.
+    pub(super) fn orphan_channel(&self) -> String {
+        self.key(&["orphaned"])
+    }
+
+    /// Replica `me`, which runs task `id`, hands it over with its round's `continuation`; the
+    /// orphan is listed until `expires_at_ms`. False when `me` does not run it (or it is over).
+    ///
+    /// # Errors
+    /// The store is unavailable.
+    pub async fn hand_over_task(&self, id: &str, me: &str, continuation: &str, updated: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
+        let script = Script::new(HAND_OVER);
+        let mut invocation = script.key(self.task_key(id));
+        invocation.key(self.orphans_key()).arg(me).arg(continuation).arg(updated).arg(expires_at_ms).arg(id).arg(self.orphan_channel());
+        let mut connection = self.connection();
+        let handed: i64 = self.call(async move { invocation.invoke_async(&mut connection).await }).await?;
+        Ok(handed == 1)
+    }
+
+    /// The orphans waiting for a replica (at most `at_most`, the oldest first).
+    ///
+    /// # Errors
+    /// The store is unavailable.
+    pub async fn orphans(&self, at_most: usize) -> Result<Vec<String>, StoreError> {
+        let key = self.orphans_key();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let mut connection = self.connection();
+        self.call(async move {
+            redis::cmd("ZREMRANGEBYSCORE").arg(&key).arg("-inf").arg(now).query_async::<i64>(&mut connection).await?;
+            redis::cmd("ZRANGE").arg(&key).arg(0).arg(at_most.saturating_sub(1)).query_async(&mut connection).await
+        })
+        .await
+    }
+
+    /// Replica `me` claims orphan `id`: its continuation, or `None` when another replica took it
+    /// first (or it ended).
+    ///
+    /// # Errors
+    /// The store is unavailable.
+    pub async fn claim_orphan(&self, id: &str, me: &str, updated: &str) -> Result<Option<String>, StoreError> {
+        let script = Script::new(CLAIM);
+        let mut invocation = script.key(self.task_key(id));
+        invocation.key(self.orphans_key()).arg(me).arg(id).arg(updated);
+        let mut connection = self.connection();
+        self.call(async move { invocation.invoke_async(&mut connection).await }).await
+    }
+
     fn task_key(&self, id: &str) -> String {
         self.key(&["task", id])
     }

@@ -199,8 +199,13 @@ pub(super) async fn forward(shared: &Arc<Shared>, tag: &str, base: &str, outgoin
         Ok(value) => headers.insert(FORWARDED_HEADER, value),
         Err(_) => return session_gone(),
     };
+    let request_id = serde_json::from_slice::<serde_json::Value>(&outgoing.body).ok().and_then(|v| v.get("id").and_then(crate::jsonrpc::Id::from_value));
     let Ok(request) = request.body(Full::new(outgoing.body)) else { return session_gone() };
-    let answered = tokio::time::timeout(ANSWER_TIMEOUT, client().request(request)).await;
+    let answered = tokio::select! {
+        answered = tokio::time::timeout(ANSWER_TIMEOUT, client().request(request)) => answered,
+        // This replica is shutting down and its grace is over: the request is answered here.
+        () = shared.grace_over.cancelled() => return shutting_down(&request_id),
+    };
     let response = match answered {
         Ok(Ok(response)) => response,
         Ok(Err(error)) if error.is_connect() => {
@@ -225,6 +230,16 @@ pub(super) async fn forward(shared: &Arc<Shared>, tag: &str, base: &str, outgoin
         parts.headers.remove(*name);
     }
     Response::from_parts(parts, Body::new(incoming))
+}
+
+/// The answer to a forwarded request still waiting for its owner when this replica's shutdown
+/// grace ends: the request's own JSON-RPC error, as any request stopped by a shutdown gets.
+fn shutting_down(id: &Option<crate::jsonrpc::Id>) -> Response {
+    count("shutdown");
+    let error = crate::jsonrpc::ErrorObject::new(crate::session::SERVER_BUSY, super::SHUTDOWN_ANSWER);
+    let mut response = super::json_reply(StatusCode::SERVICE_UNAVAILABLE, crate::jsonrpc::error_line(id.as_ref(), &error));
+    response.headers_mut().insert(axum::http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 fn count(outcome: &'static str) {

@@ -161,6 +161,8 @@ struct Shared {
     options: HttpOptions,
     /// Cancelled when shutdown begins: streams end, new requests are refused.
     shutdown: CancellationToken,
+    /// Cancelled when the shutdown grace ends: what still waits is answered.
+    grace_over: CancellationToken,
     /// Every request still being answered (WebSocket and HTTP+SSE channels included).
     work: TaskTracker,
     /// What each client holds.
@@ -238,6 +240,7 @@ impl HttpListener {
             sessions,
             options,
             shutdown: CancellationToken::new(),
+            grace_over: CancellationToken::new(),
             work: TaskTracker::new(),
             peers,
             budget,
@@ -336,11 +339,21 @@ impl HttpListener {
         shared.work.close();
         connections.tracker.close();
         let grace = shared.options.shutdown_grace;
+        let server = shared.server.get().cloned();
         let finished = tokio::time::timeout(grace, async {
             shared.work.wait().await;
             connections.tracker.wait().await;
+            // Shared tasks running here get the grace too.
+            if let Some(server) = &server {
+                server.finish_shared_runs().await;
+            }
         })
         .await;
+        shared.grace_over.cancel();
+        // Shared tasks still running are handed to the other replicas through the store.
+        if let Some(server) = &server {
+            server.hand_over_tasks(ANSWER_WRITE).await;
+        }
         if finished.is_err() {
             tracing::warn!(grace = ?grace, "calls still running after the grace period are answered with an error and cancelled");
             shared.abandon_all().await;
