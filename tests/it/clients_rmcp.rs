@@ -60,7 +60,7 @@ async fn rmcp_client_2026_07_28_stateless() {
 /// A client that answers every form with `content` (the name Ada unless told otherwise), and
 /// remembers what it was asked.
 #[derive(Clone)]
-struct AnswersForms {
+pub(crate) struct AnswersForms {
     asked: Arc<Mutex<Vec<String>>>,
     content: serde_json::Value,
 }
@@ -109,7 +109,7 @@ async fn rmcp_client_completes_an_input_required_round_trip_in_2026_07_28() {
 }
 
 /// Lists, calls, reads and gets a prompt from the conformance plugin.
-async fn exercise_conformance<S: rmcp::service::Service<RoleClient>>(client: &rmcp::service::RunningService<RoleClient, S>) {
+pub(crate) async fn exercise_conformance<S: rmcp::service::Service<RoleClient>>(client: &rmcp::service::RunningService<RoleClient, S>) {
     let tools = client.list_all_tools().await.expect("tools/list");
     assert!(tools.iter().any(|tool| tool.name == "test_simple_text"));
     let result = client.call_tool(CallToolRequestParams::new("test_simple_text")).await.expect("tools/call");

@@ -13,17 +13,23 @@ use serde_json::Value;
 const ALLOWED_WARNINGS: &[&str] = &[];
 
 async fn run_suite(requirements: &str, scenarios: usize) {
+    let plugins = conformance_plugins();
+    let host = HttpHost::start(plugins.path(), &[]).await.expect("paddock serves over HTTP");
+    // The suite's DNS-rebinding scenario needs a localhost URL.
+    let url = format!("http://localhost:{}/mcp", host.addr.port());
+    run_suite_at(&url, requirements, scenarios).await;
+}
+
+/// Runs the suite for `requirements` against the server at `url` (a localhost URL): every one
+/// of its `scenarios` must run and pass.
+pub(crate) async fn run_suite_at(url: &str, requirements: &str, scenarios: usize) {
     let Some(node) = installed_client("PADDOCK_TEST_NODE", "Node 22 with the conformance suite") else { return };
     let suite = repo_root().join("tests/clients/ts/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     assert!(suite.exists(), "{} is missing: run scripts/test", suite.display());
-    let plugins = conformance_plugins();
-    let host = HttpHost::start(plugins.path(), &[]).await.expect("paddock serves over HTTP");
     let results = tempfile::tempdir().expect("results folder");
-    // The suite's DNS-rebinding scenario needs a localhost URL.
-    let url = format!("http://localhost:{}/mcp", host.addr.port());
     let child = tokio::process::Command::new(node)
         .arg(&suite)
-        .args(["server", "--url", &url, "--requirements", requirements, "-o"])
+        .args(["server", "--url", url, "--requirements", requirements, "-o"])
         .arg(results.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -83,10 +89,14 @@ fn scenario_folders_are_named_by_their_scenario() {
 
 #[tokio::test]
 async fn the_2025_11_25_requirements_pass_in_full() {
-    run_suite("2025-11-25", 33).await;
+    run_suite("2025-11-25", SCENARIOS_2025_11_25).await;
 }
 
 #[tokio::test]
 async fn the_2026_07_28_requirements_pass_in_full() {
-    run_suite("2026-07-28", 50).await;
+    run_suite("2026-07-28", SCENARIOS_2026_07_28).await;
 }
+
+/// Scenarios the suite runs for each requirement set.
+pub(crate) const SCENARIOS_2025_11_25: usize = 33;
+pub(crate) const SCENARIOS_2026_07_28: usize = 50;

@@ -73,42 +73,58 @@ async fn a_host_that_is_not_one_authority_is_a_bad_request_and_its_twin_is_serve
     let plugins = conformance_plugins();
     let host = HttpHost::start(plugins.path(), &["--allow-host", "mcp.example.test"]).await?;
     let port = host.addr.port();
+    // `/readyz` asked for its detail: what a page could use, so the Host is checked.
     let rows: Vec<(Vec<u8>, u16)> = vec![
         // Nothing after `]` but a port.
-        (b"GET /healthz HTTP/1.1\r\nHost: [::1]evil.example.com\r\n".to_vec(), 400),
-        (format!("GET /healthz HTTP/1.1\r\nHost: [::1]:{port}\r\n").into_bytes(), 200),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: [::1]evil.example.com\r\n".to_vec(), 400),
+        (format!("GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: [::1]:{port}\r\n").into_bytes(), 200),
         // Two Host headers, whichever comes first.
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: evil.example.com\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\nHost: localhost\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n".to_vec(), 200),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\r\nHost: evil.example.com\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: evil.example.com\r\nHost: localhost\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\r\n".to_vec(), 200),
         // None on HTTP/1.1; on HTTP/1.0 there must be something to check.
-        (b"GET /healthz HTTP/1.1\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.0\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n".to_vec(), 200),
-        (format!("GET http://localhost:{port}/healthz HTTP/1.0\r\n").into_bytes(), 200),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.0\r\nAccept: application/json\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.0\r\nAccept: application/json\r\nHost: localhost\r\n".to_vec(), 200),
+        (format!("GET http://localhost:{port}/readyz HTTP/1.0\r\nAccept: application/json\r\n").into_bytes(), 200),
         // Outside ASCII: refused, never replaced by the request target's authority.
-        (format!("GET http://localhost:{port}/healthz HTTP/1.1\r\nHost: l\u{43e}calhost\r\n").into_bytes(), 400),
-        (format!("GET http://localhost:{port}/healthz HTTP/1.1\r\nHost: localhost\r\n").into_bytes(), 200),
+        (format!("GET http://localhost:{port}/readyz HTTP/1.1\r\nAccept: application/json\r\nHost: l\u{43e}calhost\r\n").into_bytes(), 400),
+        (format!("GET http://localhost:{port}/readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\r\n").into_bytes(), 200),
         // The request target's authority is checked as well.
-        (b"GET http://evil.example.com/healthz HTTP/1.1\r\nHost: localhost\r\n".to_vec(), 403),
+        (b"GET http://evil.example.com/readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\r\n".to_vec(), 403),
         // Userinfo, a path, a port that is not one.
-        (b"GET /healthz HTTP/1.1\r\nHost: user@localhost\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost/mcp\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost:http\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost:80\r\n".to_vec(), 200),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: user@localhost\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost/mcp\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost:http\r\n".to_vec(), 400),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost:80\r\n".to_vec(), 200),
         // A repeated Origin.
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\nOrigin: http://evil.example.com\r\n".to_vec(), 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\n".to_vec(), 200),
+        (
+            b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\r\nOrigin: http://localhost\r\nOrigin: http://evil.example.com\r\n".to_vec(),
+            400,
+        ),
+        (b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\r\nOrigin: http://localhost\r\n".to_vec(), 200),
     ];
     for (head, status) in rows {
         assert_eq!(raw_status(&host, &head).await?, status, "{}", String::from_utf8_lossy(&head));
     }
+    // A probe (`/healthz`, `/readyz` without its detail) says nothing a page could use: it is
+    // answered whatever Host a kubelet (a pod address) or a load balancer's check (none, over
+    // HTTP/1.0) names; the same Host asking for the detail is refused.
+    for probe in [
+        "GET /healthz HTTP/1.1\r\nHost: 10.1.2.3:8080\r\n",
+        "GET /readyz HTTP/1.1\r\nHost: 10.1.2.3:8080\r\n",
+        "GET /readyz HTTP/1.0\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\n",
+    ] {
+        assert_eq!(raw_status(&host, probe.as_bytes()).await?, 200, "{probe}");
+    }
+    assert_eq!(raw_status(&host, b"GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: 10.1.2.3:8080\r\n").await?, 403);
     let refusal = host.wait_for_log("[::1]evil.example.com").await?;
     assert!(refusal.contains("its Host is not a host and an optional port") && refusal.contains("127.0.0.1:"), "the refusal names what and who: {refusal}");
     host.wait_for_log("it has more than one Host header").await?;
     host.wait_for_log("it has no Host header").await?;
     // A Host that would reorder the log line is written escaped.
-    assert_eq!(raw_status(&host, "GET /healthz HTTP/1.1\r\nHost: localhost\u{202e}moc.live\r\n".as_bytes()).await?, 400);
+    assert_eq!(raw_status(&host, "GET /readyz HTTP/1.1\r\nAccept: application/json\r\nHost: localhost\u{202e}moc.live\r\n".as_bytes()).await?, 400);
     // (The JSON log writes the escape's backslash as `\\`.)
     host.wait_for_log(r"localhost\\u{202e}moc.live").await?;
     Ok(())

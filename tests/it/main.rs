@@ -22,6 +22,7 @@ mod http_sessions; // Streamable HTTP legacy sessions: statuses, GET stream, res
 mod http_stateless; // Streamable HTTP 2026-07-28: headers, statuses, SSE, listen, cancel, replicas
 mod layers; // imports point down: a layer per host module, no circle inside a folder
 mod live_folder; // the live plugins folder: add, replace, remove, broken and slow files, grant changes, bursts, SIGHUP
+mod load_balancers; // three replicas behind real nginx and HAProxy with the recipes of host/deploy: the conformance suite and the real clients; every recipe checked offline
 mod loading; // broken, wrong-world and badly granted plugins next to good ones
 mod lock_and_drift; // paddock.lock, --locked, and drift allow/warn/hold/block with the logged diff
 mod oauth; // OAuth 2.1 resource server: a real issuer, each attack beside its twin, every official client with a token

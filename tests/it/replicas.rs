@@ -54,7 +54,7 @@ async fn a_legacy_session_is_served_by_its_owner_whichever_replica_a_request_rea
     let cluster = Cluster::start(plugins.path(), 3, &[]).await?;
     let (r0, r1, r2) = (cluster.replica(0), cluster.replica(1), cluster.replica(2));
     let session = open_session(r0).await?;
-    assert!(session.starts_with("r0."), "the id names its owner: {session}");
+    assert!(session.starts_with("paddock-0."), "the id names its owner: {session}");
 
     let initialized = post_to(r1, Some(&session), ACCEPT_BOTH, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
     assert_eq!(initialized.status(), 202, "a notification through another replica");
@@ -114,7 +114,7 @@ async fn an_http_sse_sessions_messages_reach_its_stream_through_another_replica(
     let mut events = EventReader::new(stream);
     let endpoint = events.next().await?.context("the endpoint event")?;
     assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
-    assert!(endpoint.data.starts_with("/messages?session_id=r0."), "{endpoint:?}");
+    assert!(endpoint.data.starts_with("/messages?session_id=paddock-0."), "{endpoint:?}");
     let post = |body: Value| {
         let url = cluster.replica(1).url(&endpoint.data);
         async move { reqwest::Client::new().post(url).header("content-type", "application/json").body(body.to_string()).send().await }
@@ -140,12 +140,12 @@ async fn ids_that_do_not_verify_and_clients_posing_as_a_replica_are_refused() ->
     let session = open_session(r0).await?;
     let (_, sealed) = session.split_once('.').context("a tagged id")?;
 
-    let made_up = format!("r0.{}", "A".repeat(43));
+    let made_up = format!("paddock-0.{}", "A".repeat(43));
     let mut altered = session.clone().into_bytes();
     let last = altered.len() - 1;
     altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
     let altered = String::from_utf8(altered)?;
-    let moved = format!("r1.{sealed}");
+    let moved = format!("paddock-1.{sealed}");
     for (what, id) in [("made up", &made_up), ("altered", &altered), ("moved to another replica", &moved)] {
         for host in [r0, r1] {
             let refused = post_to(host, Some(id), ACCEPT_BOTH, &call(1, "test_simple_text")).await?;
@@ -156,7 +156,7 @@ async fn ids_that_do_not_verify_and_clients_posing_as_a_replica_are_refused() ->
 
     // A made-up forwarding header: refused before anything reads the request, and logged.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
-    let posing = format!("v1 from=r1 to=r0 t={now} client=203.0.113.9 mac={}", "A".repeat(43));
+    let posing = format!("v1 from=paddock-1 to=paddock-0 t={now} client=203.0.113.9 mac={}", "A".repeat(43));
     let refused = reqwest::Client::new()
         .post(r0.url("/mcp"))
         .header("accept", ACCEPT_BOTH)
@@ -196,8 +196,8 @@ async fn a_forwarding_header_seen_once_opens_nothing_but_the_request_it_was_made
     let capture = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let capture_port = capture.local_addr()?.port();
     let key = cluster.key_file().display().to_string();
-    let peer = format!("r1=http://127.0.0.1:{capture_port}");
-    let entry = HttpHost::start(plugins.path(), &["--replica-id", "r0", "--state-key-file", &key, "--peer", &peer]).await?;
+    let peer = format!("paddock-1=http://127.0.0.1:{capture_port}");
+    let entry = HttpHost::start(plugins.path(), &["--replica-id", "paddock-0", "--state-key-file", &key, "--peer", &peer]).await?;
     let session = open_session(owner).await?;
     let captured = tokio::spawn(capture_one(capture));
     let forwarded = post_to(&entry, Some(&session), "application/json", &call(1, "test_simple_text")).await?;
@@ -205,7 +205,7 @@ async fn a_forwarding_header_seen_once_opens_nothing_but_the_request_it_was_made
     let head = tokio::time::timeout(paddock_tests::WAIT, captured).await???;
     let header =
         head.lines().find_map(|line| line.strip_prefix("paddock-forwarded: ")).with_context(|| format!("the forward carries its header:\n{head}"))?.to_owned();
-    assert!(header.starts_with("v1 from=r0 to=r1 "), "{header}");
+    assert!(header.starts_with("v1 from=paddock-0 to=paddock-1 "), "{header}");
     assert!(!head.to_ascii_lowercase().contains("x-forwarded-for"), "{head}");
 
     let send = |session: String, path: &'static str| {
@@ -256,7 +256,7 @@ async fn when_the_owner_is_gone_the_session_is_answered_404_and_a_new_one_starts
     assert!(started.elapsed() < Duration::from_secs(5), "a dead owner is found out quickly: {:?}", started.elapsed());
     cluster.replica(1).wait_for_log("cannot be reached").await?;
     let again = open_session(cluster.replica(1)).await?;
-    assert!(again.starts_with("r1."), "{again}");
+    assert!(again.starts_with("paddock-1."), "{again}");
     Ok(())
 }
 

@@ -80,7 +80,7 @@ async fn a_task_created_through_one_replica_is_polled_answered_and_cancelled_thr
     let created = result_of(r0, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}})).await?;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let id = created["result"]["taskId"].as_str().context("a task id")?.to_owned();
-    assert!(id.starts_with("r0."), "{id}");
+    assert!(id.starts_with("paddock-0."), "{id}");
     let waiting = poll_until(r1, &id, "input_required").await?;
     let (key, _) = waiting["inputRequests"].as_object().and_then(|r| r.iter().next()).context("a question")?;
     // Answered through r2, which runs the next round; the result read through r0.
@@ -92,7 +92,7 @@ async fn a_task_created_through_one_replica_is_polled_answered_and_cancelled_thr
     // A long task started on r1, cancelled through r2: r1 stops running it.
     let slow = result_of(r1, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60.0, "label": "x"}})).await?;
     let slow_id = slow["result"]["taskId"].as_str().context("a task id")?.to_owned();
-    assert!(slow_id.starts_with("r1."), "{slow_id}");
+    assert!(slow_id.starts_with("paddock-1."), "{slow_id}");
     assert_eq!(poll_until(r0, &slow_id, "working").await?["status"], "working");
     acknowledged(&result_of(r2, "tasks/cancel", json!({"taskId": slow_id})).await?);
     let cancelled = poll_until(r0, &slow_id, "cancelled").await?;
@@ -107,7 +107,7 @@ async fn a_task_created_through_one_replica_is_polled_answered_and_cancelled_thr
     let mut altered = id.clone().into_bytes();
     let last = altered.len() - 1;
     altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
-    for bad in [String::from_utf8(altered)?, format!("r0.{}", "A".repeat(43)), "not-a-task".to_owned()] {
+    for bad in [String::from_utf8(altered)?, format!("paddock-0.{}", "A".repeat(43)), "not-a-task".to_owned()] {
         let refused = result_of(r1, "tasks/get", json!({"taskId": bad})).await?;
         assert_eq!(refused["error"]["code"], -32602, "{refused}");
     }

@@ -4,6 +4,7 @@
 //! It never builds anything itself: `scripts/test` builds the host and the wasm workspaces
 //! first, and a missing artifact is a panic that says which command builds it.
 
+pub mod balancers;
 pub mod http;
 pub mod redis;
 pub mod replicas;

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::free_port;
 use crate::http::HttpHost;
 
-/// Replicas `r0`, `r1`, … sharing a key and a plugins folder.
+/// Replicas `paddock-0`, `paddock-1`, … sharing a key and a plugins folder.
 #[derive(Debug)]
 pub struct Cluster {
     replicas: Vec<Option<HttpHost>>,
@@ -62,9 +62,14 @@ impl Cluster {
         HttpHost::spawn(&self.dir, &format!("127.0.0.1:{}", self.ports[index]), &args, &[]).await
     }
 
-    /// The id of replica `index`.
+    /// The id of replica `index` (`paddock-N`, as in the recipes of `host/deploy/`).
     pub fn id(index: usize) -> String {
-        format!("r{index}")
+        format!("paddock-{index}")
+    }
+
+    /// Every replica's port.
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
     }
 
     /// Replica `index` (panics when it was stopped).

@@ -225,6 +225,7 @@ pub(super) async fn forward(shared: &Arc<Shared>, tag: &str, base: &str, outgoin
         }
     };
     count("forwarded");
+    tracing::debug!(replica = tag, status = response.status().as_u16(), "a request was forwarded to the replica that owns its session");
     let (mut parts, incoming) = response.into_parts();
     for name in NOT_FORWARDED {
         parts.headers.remove(*name);

@@ -462,10 +462,20 @@ pub(super) async fn check(State(shared): State<Arc<Shared>>, mut request: Reques
     }
 }
 
+/// Whether a request is a health probe: `/healthz`, or `/readyz` not asking for its detail.
+fn is_probe(path: &str, headers: &HeaderMap) -> bool {
+    path == "/healthz" || (path == "/readyz" && !super::wants_detail(headers))
+}
+
 /// Who a request is served for, or the refusal of a request the guard does not let through.
 /// (Taken `&mut` only so the future is `Send`: a request's body is not `Sync`.)
 pub(super) async fn admit(shared: &Shared, request: &mut Request) -> Result<Principal, Response> {
-    if let Some(refusal) = refused_by_name(shared, request) {
+    // A probe (`/healthz`, `/readyz` without its detail) serves nobody and says nothing a page
+    // could use: it is answered whatever Host a kubelet or a load balancer's check names (a pod
+    // address, none at all over HTTP/1.0).
+    if !is_probe(request.uri().path(), request.headers())
+        && let Some(refusal) = refused_by_name(shared, request)
+    {
         return Err(refusal);
     }
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
@@ -486,9 +496,7 @@ pub(super) async fn admit(shared: &Shared, request: &mut Request) -> Result<Prin
 async fn authenticate(shared: &Shared, headers: &HeaderMap, path: &str, peer: Option<SocketAddr>) -> Result<Principal, Response> {
     let access = &shared.options.access;
     // `/readyz` is open for probes; its detail (file paths and why they failed) is not.
-    let open = path == "/healthz"
-        || (path == "/readyz" && !super::wants_detail(headers))
-        || path.strip_prefix(super::resource::METADATA_PATH).is_some_and(|rest| rest.is_empty() || rest == "/mcp");
+    let open = is_probe(path, headers) || path.strip_prefix(super::resource::METADATA_PATH).is_some_and(|rest| rest.is_empty() || rest == "/mcp");
     if (access.tokens.is_empty() && access.oauth.is_none()) || open {
         return Ok(Principal::anonymous());
     }
