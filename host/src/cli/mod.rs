@@ -92,6 +92,10 @@ enum Command {
         /// restarts the wait).
         #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
         watch_settle: std::time::Duration,
+        /// How long a 2026-07-28 call of a tool that may run as a task runs before it becomes one
+        /// (a call that ends sooner is answered directly).
+        #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_duration)]
+        task_after: std::time::Duration,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -442,6 +446,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             no_watch,
             locked,
             watch_settle,
+            task_after,
             http,
             observe,
             replicas,
@@ -460,7 +465,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let material = replicas::key_material(state_key_file.as_deref())?;
             let replica = replicas::replica(&replicas, &material)?;
             let store = replicas::store(&replicas, &material, state_key_file.is_some()).await?;
-            let serving = Serving { budget, audit, watch, settle: watch_settle, locked, material, replica, store };
+            let limits = crate::mcp::ServerLimits { task_after, ..crate::mcp::ServerLimits::default() };
+            let serving = Serving { budget, audit, watch, settle: watch_settle, locked, material, replica, store, limits };
             match http.http {
                 Some(addr) => serve_http(addr, &http, &plugins_dir, &common, serving).await,
                 None => serve(&plugins_dir, &common, serving, principal.as_deref()).await,
@@ -601,6 +607,8 @@ struct Serving {
     replica: Arc<crate::replica::Replica>,
     /// The store replicas share, if any.
     store: Option<Arc<crate::store::Store>>,
+    /// The time limits of requests that wait.
+    limits: crate::mcp::ServerLimits,
 }
 
 async fn serve(plugins_dir: &Path, common: &CommonArgs, serving: Serving, principal: Option<&str>) -> Result<ExitCode> {
@@ -765,7 +773,7 @@ async fn load_server(
     host_descriptors: u64,
     serving: Serving,
 ) -> Result<(Arc<crate::session::ServerState>, Arc<crate::folder::Folder>)> {
-    let Serving { budget, audit, settle, locked, material, replica, store, .. } = serving;
+    let Serving { budget, audit, settle, locked, material, replica, store, limits, .. } = serving;
     let loaded = load(plugins_dir, common, host_descriptors, Load::Live { settle, locked }).await?;
     let global: Vec<String> = loaded.config.global_errors().map(ToString::to_string).collect();
     if !global.is_empty() {
@@ -798,7 +806,7 @@ async fn load_server(
     }
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
-    let server = crate::session::ServerState::for_replica(router, state_key, budget, callers, replica, store);
+    let server = crate::session::ServerState::for_replica(router, state_key, limits, budget, callers, replica, store);
     // The feed runs as long as the process: it holds the server only weakly. Tasks other
     // replicas handed over are claimed and run here until this replica hands over its own.
     drop(server.follow_store());

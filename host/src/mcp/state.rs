@@ -184,15 +184,17 @@ impl ServerState {
 
     /// A server of `replica` (its task ids name it), charging `budget`, serving requests under
     /// `callers`, sharing what replicas share through `store` when there is one.
+    #[allow(clippy::too_many_arguments, reason = "the one constructor the command line uses: every part is its own")]
     pub fn for_replica(
         router: Arc<Router>,
         state_key: StateKey,
+        limits: ServerLimits,
         budget: Arc<crate::budget::Budget>,
         callers: CallerPolicy,
         replica: Arc<crate::replica::Replica>,
         store: Option<Arc<crate::store::Store>>,
     ) -> Arc<ServerState> {
-        ServerState::build_on(router, state_key, ServerLimits::default(), budget, callers, replica, store)
+        ServerState::build_on(router, state_key, limits, budget, callers, replica, store)
     }
 
     /// With its own time limits, as `for_replica`.

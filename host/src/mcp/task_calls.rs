@@ -189,7 +189,11 @@ pub(super) async fn call_as_extension_task(scope: &Scope, target: Target, contex
         let (router, target, run) = (Arc::clone(&scope.router), target.clone(), run.clone());
         tokio::spawn(async move { run_task_once(&router, &target, &run).await })
     };
+    // A zero threshold makes every such call a task, however soon its run ends.
+    let task_after = scope.state.limits.task_after;
     let early = tokio::select! {
+        biased;
+        () = std::future::ready(()), if task_after.is_zero() => None,
         joined = &mut first => Some(joined),
         () = tokio::time::sleep(scope.state.limits.task_after) => None,
         () = scope.cx.cancelled() => {

@@ -18,6 +18,9 @@
 //! - `live`: Paddock alone: the time from a new plugin version's rename into the folder to its
 //!   tool answering (its code cached, and compiled on the way), and a call's latency while the
 //!   folder is reloaded every 100 ms beside the same calls with the folder quiet.
+//! - `replicas`: Paddock beside itself with and without what replicas share (a real
+//!   `redis-server` on loopback): the forward hop's added latency, plain calls with a store
+//!   configured against none, and 2026-07-28 tasks created per second with the store and without.
 //! - `load`: Paddock alone, once after the rounds: 1,000 clients at once mixing stdio,
 //!   Streamable HTTP in both eras, HTTP+SSE and WebSocket for a bounded time, every reply
 //!   checked (none lost, none duplicated) and the host's RSS held to its memory budget; calls
@@ -35,6 +38,7 @@ mod live;
 mod load;
 mod measure;
 mod process;
+mod replicas;
 mod startup;
 mod stdio;
 mod websocket;
@@ -70,6 +74,9 @@ struct Args {
     /// One short round of everything, for CI.
     #[arg(long)]
     quick: bool,
+    /// The conformance fixture (for the replicas section's tasks).
+    #[arg(long, default_value = "tests/plugins/target/wasm32-wasip2/release/conformance.wasm")]
+    conformance_plugin: PathBuf,
     /// Only these sections (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = Section::value_variants().to_vec())]
     only: Vec<Section>,
@@ -124,6 +131,7 @@ enum Section {
     #[value(name = "echo-1mib")]
     Echo1Mib,
     Live,
+    Replicas,
     Load,
 }
 
@@ -253,6 +261,14 @@ fn main() -> Result<()> {
     } else {
         Vec::new()
     };
+    let replica_setup = if run(Section::Replicas) {
+        let redis = replicas::redis_server().context("the replicas section needs `redis-server` (Debian package `redis-server`)")?;
+        ensure_exists("conformance fixture", &args.conformance_plugin)?;
+        Some((replicas::plugin_folder(&text_wasm, &args.conformance_plugin)?, redis))
+    } else {
+        None
+    };
+    let mut replica_results = Results::<replicas::ReplicaFigures>::default();
     let live_folder = if run(Section::Live) { Some(live::plugin_folder(&text_wasm, &args.live_plugin)?) } else { None };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let window = Duration::from_secs_f64(args.http_seconds);
@@ -292,6 +308,9 @@ fn main() -> Result<()> {
                 live::round(&args.paddock, folder.path(), &args.live_plugin, args.live_replacements, window, u32::try_from(number).unwrap_or(0))
             })?;
         }
+        if let Some((folder, redis)) = &replica_setup {
+            replica_results.run(Section::Replicas, number, || replicas::round(&paddock, folder.path(), redis, &runtime, args.calls, window))?;
+        }
         eprintln!("paddock-bench: round {number}/{} done ({:.1} s so far)", args.rounds, started.elapsed().as_secs_f64());
     }
     let load_figures = if run(Section::Load) {
@@ -327,11 +346,42 @@ fn main() -> Result<()> {
     if run(Section::Live) {
         report_live(&args, &live_results);
     }
+    if run(Section::Replicas) {
+        report_replicas(&args, &replica_results);
+    }
     if let Some(figures) = &load_figures {
         load::report(figures);
     }
     println!("Whole run: {:.1} s.", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+fn report_replicas(args: &Args, results: &Results<replicas::ReplicaFigures>) {
+    println!(
+        "## Replicas (HTTP, Paddock beside itself; median of {} rounds, {} sequential calls each way, {} connections creating tasks for {:.1} s; load at each round: {}{})\n",
+        results.rounds.len(),
+        args.calls,
+        replicas::TASK_CONNECTIONS,
+        args.http_seconds,
+        results.loads(),
+        results.took()
+    );
+    let median = |figure: fn(&replicas::ReplicaFigures) -> f64| median_of(&results.rounds, figure);
+    println!("| figure | on | off | on / off |");
+    println!("|---|---:|---:|---:|");
+    let row = |name: &str, on: f64, off: f64| {
+        let ratio = if off > 0.0 { on / off } else { 0.0 };
+        println!("| {name} | {on:.1} | {off:.1} | {ratio:.2}× |");
+    };
+    row(
+        "legacy `tools/call` p50 (µs): through another replica (forwarded) / to the owner",
+        median(|f| f.forwarded_p50_us),
+        median(|f| f.direct_p50_us),
+    );
+    row("2026-07-28 `tools/call` p50 (µs): with `--store` / without", median(|f| f.plain_store_p50_us), median(|f| f.plain_solo_p50_us));
+    row("2026-07-28 `tools/call` server CPU per call (µs): with `--store` / without", median(|f| f.plain_store_cpu_us), median(|f| f.plain_solo_cpu_us));
+    row("2026-07-28 tasks created per second: in the store / in the process", median(|f| f.tasks_store_per_s), median(|f| f.tasks_solo_per_s));
+    println!("The forward hop adds {:.0} µs at the p50.\n", median(|f| f.forwarded_p50_us) - median(|f| f.direct_p50_us));
 }
 
 fn report_live(args: &Args, results: &Results<live::LiveFigures>) {
@@ -363,6 +413,13 @@ fn report_live(args: &Args, results: &Results<live::LiveFigures>) {
     );
     println!("| replacements swapped in during those calls | {:.0} |", median(|f| f.reloads as f64));
     println!();
+}
+
+fn ensure_exists(what: &str, path: &Path) -> Result<()> {
+    if !path.exists() {
+        bail!("the {what} `{}` is missing: run scripts/build-plugins", path.display());
+    }
+    Ok(())
 }
 
 /// Prints a `figure | paddock | native | paddock / native` table.
