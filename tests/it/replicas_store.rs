@@ -131,10 +131,26 @@ async fn the_replica_a_waiting_task_started_on_is_killed_and_another_finishes_it
 }
 
 #[tokio::test]
-async fn a_resource_update_announced_on_one_replica_reaches_a_listen_stream_on_another() -> Result<()> {
+async fn changes_announced_on_one_replica_reach_listen_and_legacy_streams_on_the_others() -> Result<()> {
     let Some(redis) = RedisServer::start().await? else { return Ok(()) };
     let cluster = start(&redis, 3).await?;
-    let listen = modern(cluster.replica(2), "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": ["test://watched-resource"]}})).await?;
+    // A legacy session's GET stream on r1.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "paddock-tests", "version": "0"}
+    }});
+    let opened = legacy_post(cluster.replica(1), None, "application/json", &init).await?;
+    let session = opened.headers()["mcp-session-id"].to_str()?.to_owned();
+    let get =
+        reqwest::Client::new().get(cluster.replica(1).url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", &session).send().await?;
+    assert_eq!(get.status(), 200);
+    let mut legacy = EventReader::new(get);
+    // A listen request on r2.
+    let listen = modern(
+        cluster.replica(2),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["test://watched-resource"]}}),
+    )
+    .await?;
     assert_eq!(listen.status(), 200);
     let mut events = EventReader::new(listen);
     let acknowledged = events.next_message().await?;
@@ -152,17 +168,67 @@ async fn a_resource_update_announced_on_one_replica_reaches_a_listen_stream_on_a
     .await??;
     assert_eq!(heard["method"], "notifications/resources/updated", "{heard}");
     assert_eq!(heard["params"]["uri"], "test://watched-resource");
+    // A tool list change announced by r0's plugin: every replica reads its lists again, and
+    // its listeners hear of it.
+    let triggered = result_of(cluster.replica(0), "tools/call", json!({"name": "test_trigger_tool_change", "arguments": {}})).await?;
+    assert_eq!(triggered["result"]["content"][0]["text"], "Mutation triggered", "{triggered}");
+    let changed = loop {
+        let message = events.next_message().await?;
+        if message["method"] != "notifications/resources/updated" {
+            break message;
+        }
+    };
+    assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+    let changed = legacy.next_message().await?;
+    assert_eq!(changed["method"], "notifications/tools/list_changed", "the legacy GET stream on r1 hears it: {changed}");
+    for index in [1, 2] {
+        cluster.replica(index).wait_for_log("plugin lists read again after a change").await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_task_whose_question_is_not_answered_in_time_is_cancelled_on_the_next_read() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let plugins = conformance_plugins();
+    let url = redis.url();
+    let cluster = Cluster::start(plugins.path(), 2, &["--store", &url, "--input-timeout", "1s"]).await?;
+    let created = result_of(cluster.replica(0), "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "g.txt"}})).await?;
+    let id = created["result"]["taskId"].as_str().context("a task id")?.to_owned();
+    poll_until(cluster.replica(1), &id, "input_required").await?;
+    // Nothing waits for the answer on any replica: the next read past the deadline cancels it.
+    let cancelled = poll_until(cluster.replica(1), &id, "cancelled").await?;
+    assert_eq!(cancelled["statusMessage"], "the client did not answer in time", "{cancelled}");
+    let late = json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    acknowledged(&result_of(cluster.replica(0), "tasks/update", late).await?);
+    assert_eq!(poll_until(cluster.replica(0), &id, "cancelled").await?["status"], "cancelled", "a late answer changes nothing");
     Ok(())
 }
 
 #[tokio::test]
 async fn the_store_stopped_mid_run_fails_task_methods_naming_it_while_plain_calls_go_on_and_it_is_used_again_when_back() -> Result<()> {
     let Some(mut redis) = RedisServer::start().await? else { return Ok(()) };
-    let cluster = start(&redis, 2).await?;
+    // A rate limit and an approval, which the store shares while it is there.
+    let policy = "[rates]\ntools = { test_simple_text = { rate = \"100/minute\", burst = 100 } }\n\n[[access.rule]]\nname = \"ask first\"\nwho = [\"*\"]\ntools = [\"test_image_content\"]\napproval = \"ask\"\n";
+    let plugins = paddock_tests::PluginDir::new()
+        .add("conformance", &paddock_tests::fixture_wasm("conformance"))
+        .write("paddock.toml", format!("[plugins.conformance]\nexpose = {{ prefix = \"\" }}\n{policy}"));
+    let url = redis.url();
+    let cluster = Cluster::start(plugins.path(), 2, &["--store", &url]).await?;
     let (r0, r1) = (cluster.replica(0), cluster.replica(1));
     let created = result_of(r0, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "c.txt"}})).await?;
     let id = created["result"]["taskId"].as_str().context("a task id")?.to_owned();
     poll_until(r1, &id, "input_required").await?;
+    // A listener on r1, and an approval asked before the store goes.
+    let listen = modern(r1, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})).await?;
+    let mut listener = EventReader::new(listen);
+    assert_eq!(listener.next_message().await?["method"], "notifications/subscriptions/acknowledged");
+    let asked = result_of(r0, "tools/call", json!({"name": "test_image_content", "arguments": {}})).await?;
+    let approval = json!({
+        "name": "test_image_content", "arguments": {},
+        "inputResponses": {"paddock.approval": {"action": "accept", "content": {"approve": true}}},
+        "requestState": asked["result"]["requestState"],
+    });
 
     redis.stop().await?;
     let started = std::time::Instant::now();
@@ -177,7 +243,10 @@ async fn the_store_stopped_mid_run_fails_task_methods_naming_it_while_plain_call
     let refused = result_of(r0, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "d.txt"}})).await?;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     let plain = result_of(r0, "tools/call", json!({"name": "test_simple_text", "arguments": {}})).await?;
-    assert!(plain["result"]["content"][0]["text"].is_string(), "{plain}");
+    assert!(plain["result"]["content"][0]["text"].is_string(), "rate-limited calls go on, on this replica's own buckets: {plain}");
+    // An approval is refused rather than risk a second use.
+    let refused = result_of(r1, "tools/call", approval.clone()).await?;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
     let ready: Value = reqwest::Client::new().get(r0.url("/readyz")).header("accept", "application/json").send().await?.json().await?;
     assert_eq!(ready["store"]["ok"], false, "{ready}");
 
@@ -193,6 +262,14 @@ async fn the_store_stopped_mid_run_fails_task_methods_naming_it_while_plain_call
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(poll_until(r0, &id, "input_required").await?["status"], "input_required");
+    // The listener on r1 may have missed changes meanwhile: it is told everything it follows
+    // may have changed.
+    let resync = listener.next_message().await?;
+    assert_eq!(resync["method"], "notifications/tools/list_changed", "{resync}");
+    // The approval asked before, answered now: spent once, in the store again.
+    let approved = result_of(r1, "tools/call", approval.clone()).await?;
+    assert_eq!(approved["result"]["content"][0]["type"], "image", "{approved}");
+    assert_eq!(result_of(r0, "tools/call", approval).await?["error"]["code"], -32602);
     Ok(())
 }
 
@@ -332,5 +409,94 @@ async fn a_rolling_restart_answers_every_call_it_cannot_finish_and_hands_running
     let done = poll_until(cluster.replica(1), &id, "completed").await?;
     assert_eq!(done["result"]["content"][0]["text"], "handed: computed in 3 s", "{done}");
     cluster.replica(1).wait_for_log("a task another replica handed over runs here").await?;
+    Ok(())
+}
+
+/// Runs `openssl` with `args` in `dir`.
+async fn openssl(openssl: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> Result<()> {
+    let out = tokio::process::Command::new(openssl).args(args).current_dir(dir).output().await?;
+    anyhow::ensure!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_store_over_tls_is_used_only_when_its_certificate_verifies() -> Result<()> {
+    let Some(openssl_bin) = paddock_tests::installed_tool("openssl", "openssl") else { return Ok(()) };
+    let Some(redis_bin) = paddock_tests::installed_tool("redis-server", "redis-server") else { return Ok(()) };
+    let dir = tempfile::tempdir()?;
+    // A CA, and a certificate for localhost it signs.
+    let days = "2";
+    openssl(
+        &openssl_bin,
+        dir.path(),
+        &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", days, "-subj", "/CN=paddock test CA"],
+    )
+    .await?;
+    openssl(&openssl_bin, dir.path(), &["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
+        .await?;
+    std::fs::write(dir.path().join("san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n")?;
+    openssl(
+        &openssl_bin,
+        dir.path(),
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            days,
+            "-extfile",
+            "san.ext",
+        ],
+    )
+    .await?;
+    let port = paddock_tests::free_port();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let _redis = tokio::process::Command::new(redis_bin)
+        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--tls-auth-clients", "no"])
+        .args(["--tls-cert-file", &path("server.pem"), "--tls-key-file", &path("server.key"), "--tls-ca-cert-file", &path("ca.pem")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "redis-server did not listen in time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let plugins = conformance_plugins();
+    let key = dir.path().join("state.key");
+    std::fs::write(&key, [9u8; 32])?;
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let url = format!("rediss://localhost:{port}");
+    let args = ["--state-key-file", &path("state.key"), "--store", &url];
+    // Trusting the CA (the system's roots, as SSL_CERT_FILE names them): served, tasks shared.
+    let host = HttpHost::start_with_env(plugins.path(), &args, &[("SSL_CERT_FILE", &path("ca.pem"))]).await?;
+    let created = result_of(&host, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "t.txt"}})).await?;
+    let id = created["result"]["taskId"].as_str().context("a task over TLS")?.to_owned();
+    assert_eq!(poll_until(&host, &id, "input_required").await?["status"], "input_required");
+    // Not trusting it: the start is refused, naming the certificate.
+    let refused = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(paddock_tests::paddock_bin())
+            .args(["serve", &plugins.path().display().to_string(), "--http", "127.0.0.1:0"])
+            .args(args)
+            .env("PADDOCK_CACHE_DIR", paddock_tests::test_cache_dir())
+            .env("SSL_CERT_FILE", path("server.csr"))
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await??;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("certificate"), "{said}");
     Ok(())
 }

@@ -96,6 +96,10 @@ enum Command {
         /// (a call that ends sooner is answered directly).
         #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_duration)]
         task_after: std::time::Duration,
+        /// How long a legacy session waits for its client to answer one round of questions, and
+        /// a 2026-07-28 task for its `tasks/update`; then the call ends (the task is cancelled).
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+        input_timeout: std::time::Duration,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -447,6 +451,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             locked,
             watch_settle,
             task_after,
+            input_timeout,
             http,
             observe,
             replicas,
@@ -465,7 +470,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let material = replicas::key_material(state_key_file.as_deref())?;
             let replica = replicas::replica(&replicas, &material)?;
             let store = replicas::store(&replicas, &material, state_key_file.is_some()).await?;
-            let limits = crate::mcp::ServerLimits { task_after, ..crate::mcp::ServerLimits::default() };
+            if input_timeout.is_zero() {
+                bail!("--input-timeout must be longer than zero");
+            }
+            let limits = crate::mcp::ServerLimits { task_after, input_timeout, ..crate::mcp::ServerLimits::default() };
             let serving = Serving { budget, audit, watch, settle: watch_settle, locked, material, replica, store, limits };
             match http.http {
                 Some(addr) => serve_http(addr, &http, &plugins_dir, &common, serving).await,

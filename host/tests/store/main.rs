@@ -219,3 +219,32 @@ async fn the_feed_reaches_every_replica_and_a_cut_off_one_is_told_to_resync_when
     }
     assert!(store.is_ok());
 }
+
+#[tokio::test]
+async fn a_store_on_a_unix_socket_is_used_as_one_on_tcp() {
+    let Some(binary) = std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).chain([std::path::PathBuf::from("/usr/bin")]).map(|d| d.join("redis-server")).find(|p| p.is_file()))
+    else {
+        assert!(std::env::var_os("CI").is_none(), "redis-server must be installed in CI");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let socket = dir.path().join("redis.sock");
+    let mut child = std::process::Command::new(binary)
+        .args(["--port", "0", "--unixsocket", &socket.display().to_string(), "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start redis-server");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(std::time::Instant::now() < deadline, "redis-server made no socket in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let store = Store::open(&format!("unix://{}", socket.display()), MATERIAL, false).await.expect("open over the socket");
+    task_of(&store, "r0.u", "alice", "r0").await;
+    assert!(store.task("r0.u").await.expect("get").is_some());
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -373,11 +373,7 @@ fn report_replicas(args: &Args, results: &Results<replicas::ReplicaFigures>) {
         let ratio = if off > 0.0 { on / off } else { 0.0 };
         println!("| {name} | {on:.1} | {off:.1} | {ratio:.2}× |");
     };
-    row(
-        "legacy `tools/call` p50 (µs): through another replica (forwarded) / to the owner",
-        median(|f| f.forwarded_p50_us),
-        median(|f| f.direct_p50_us),
-    );
+    row("legacy `tools/call` p50 (µs): through another replica (forwarded) / to the owner", median(|f| f.forwarded_p50_us), median(|f| f.direct_p50_us));
     row("2026-07-28 `tools/call` p50 (µs): with `--store` / without", median(|f| f.plain_store_p50_us), median(|f| f.plain_solo_p50_us));
     row("2026-07-28 `tools/call` server CPU per call (µs): with `--store` / without", median(|f| f.plain_store_cpu_us), median(|f| f.plain_solo_cpu_us));
     row("2026-07-28 tasks created per second: in the store / in the process", median(|f| f.tasks_store_per_s), median(|f| f.tasks_solo_per_s));

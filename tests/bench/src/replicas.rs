@@ -125,9 +125,10 @@ pub fn round(paddock: &str, folder: &Path, redis_server: &Path, runtime: &Runtim
     let ports = [free_port()?, free_port()?];
     let replica = |index: usize| -> Vec<String> {
         let other = 1 - index;
-        let mut command: Vec<String> = [paddock, "--log-format", "json", "serve", &folder.display().to_string(), "--http", &format!("127.0.0.1:{}", ports[index])]
-            .map(str::to_owned)
-            .to_vec();
+        let mut command: Vec<String> =
+            [paddock, "--log-format", "json", "serve", &folder.display().to_string(), "--http", &format!("127.0.0.1:{}", ports[index])]
+                .map(str::to_owned)
+                .to_vec();
         command.extend(
             [
                 "--replica-id",
@@ -205,5 +206,7 @@ pub fn round(paddock: &str, folder: &Path, redis_server: &Path, runtime: &Runtim
 /// `redis-server` on `PATH`, else the Debian package's.
 pub fn redis_server() -> Option<std::path::PathBuf> {
     let found = std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|dir| dir.join("redis-server")).find(|p| p.is_file()));
-    found.or_else(|| Some(std::path::PathBuf::from("/usr/bin/redis-server")).filter(|p| p.is_file())).filter(|p| Command::new(p).arg("--version").stdout(Stdio::null()).status().is_ok())
+    found
+        .or_else(|| Some(std::path::PathBuf::from("/usr/bin/redis-server")).filter(|p| p.is_file()))
+        .filter(|p| Command::new(p).arg("--version").stdout(Stdio::null()).status().is_ok())
 }
