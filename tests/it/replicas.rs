@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use paddock_tests::conformance_plugins;
 use paddock_tests::http::{EventReader, HttpHost};
-use paddock_tests::replicas::Cluster;
+use paddock_tests::replicas::{Cluster, legacy_post};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -21,22 +21,9 @@ fn initialize(id: i64) -> Value {
     }})
 }
 
-/// POSTs `body` to `/mcp` of `host` in session `session`.
-async fn post_to(host: &HttpHost, session: Option<&str>, accept: &str, body: &Value) -> Result<reqwest::Response> {
-    let mut request = reqwest::Client::new()
-        .post(host.url("/mcp"))
-        .header("accept", accept)
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2025-11-25");
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    Ok(request.body(body.to_string()).send().await?)
-}
-
 /// Opens a legacy session on `host`; its id.
 async fn open_session(host: &HttpHost) -> Result<String> {
-    let response = post_to(host, None, ACCEPT_BOTH, &initialize(0)).await?;
+    let response = legacy_post(host, None, ACCEPT_BOTH, &initialize(0)).await?;
     anyhow::ensure!(response.status() == 200, "initialize: {}", response.status());
     let id = response.headers()["mcp-session-id"].to_str()?.to_owned();
     let reply = EventReader::new(response).next_message().await?;
@@ -56,11 +43,11 @@ async fn a_legacy_session_is_served_by_its_owner_whichever_replica_a_request_rea
     let session = open_session(r0).await?;
     assert!(session.starts_with("paddock-0."), "the id names its owner: {session}");
 
-    let initialized = post_to(r1, Some(&session), ACCEPT_BOTH, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
+    let initialized = legacy_post(r1, Some(&session), ACCEPT_BOTH, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
     assert_eq!(initialized.status(), 202, "a notification through another replica");
 
     // Through r2, answered as SSE: the priming event's id, then the reply, streamed back.
-    let response = post_to(r2, Some(&session), ACCEPT_BOTH, &call(1, "test_simple_text")).await?;
+    let response = legacy_post(r2, Some(&session), ACCEPT_BOTH, &call(1, "test_simple_text")).await?;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut events = EventReader::new(response);
@@ -71,7 +58,7 @@ async fn a_legacy_session_is_served_by_its_owner_whichever_replica_a_request_rea
     assert!(reply["result"]["content"][0]["text"].as_str().is_some(), "{reply}");
 
     // Through r1, a client that takes only JSON gets JSON.
-    let response = post_to(r1, Some(&session), "application/json", &call(2, "test_simple_text")).await?;
+    let response = legacy_post(r1, Some(&session), "application/json", &call(2, "test_simple_text")).await?;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     let reply: Value = response.json().await?;
@@ -99,7 +86,7 @@ async fn a_legacy_session_is_served_by_its_owner_whichever_replica_a_request_rea
     let deleted = reqwest::Client::new().delete(r2.url("/mcp")).header("mcp-session-id", &session).send().await?;
     assert_eq!(deleted.status(), 200);
     for host in [r0, r1, r2] {
-        assert_eq!(post_to(host, Some(&session), ACCEPT_BOTH, &call(3, "test_simple_text")).await?.status(), 404);
+        assert_eq!(legacy_post(host, Some(&session), ACCEPT_BOTH, &call(3, "test_simple_text")).await?.status(), 404);
     }
     assert!(!cluster.logs().contains("panicked"), "{}", cluster.logs());
     Ok(())
@@ -148,7 +135,7 @@ async fn ids_that_do_not_verify_and_clients_posing_as_a_replica_are_refused() ->
     let moved = format!("paddock-1.{sealed}");
     for (what, id) in [("made up", &made_up), ("altered", &altered), ("moved to another replica", &moved)] {
         for host in [r0, r1] {
-            let refused = post_to(host, Some(id), ACCEPT_BOTH, &call(1, "test_simple_text")).await?;
+            let refused = legacy_post(host, Some(id), ACCEPT_BOTH, &call(1, "test_simple_text")).await?;
             assert_eq!(refused.status(), 404, "{what} through {}", host.addr);
         }
     }
@@ -169,7 +156,7 @@ async fn ids_that_do_not_verify_and_clients_posing_as_a_replica_are_refused() ->
     assert_eq!(refused.status(), 403);
     r0.wait_for_log("posing as another replica").await?;
     // The session itself is untouched.
-    assert_eq!(post_to(r1, Some(&session), "application/json", &call(2, "test_simple_text")).await?.status(), 200);
+    assert_eq!(legacy_post(r1, Some(&session), "application/json", &call(2, "test_simple_text")).await?.status(), 200);
     Ok(())
 }
 
@@ -200,7 +187,7 @@ async fn a_forwarding_header_seen_once_opens_nothing_but_the_request_it_was_made
     let entry = HttpHost::start(plugins.path(), &["--replica-id", "paddock-0", "--state-key-file", &key, "--peer", &peer]).await?;
     let session = open_session(owner).await?;
     let captured = tokio::spawn(capture_one(capture));
-    let forwarded = post_to(&entry, Some(&session), "application/json", &call(1, "test_simple_text")).await?;
+    let forwarded = legacy_post(&entry, Some(&session), "application/json", &call(1, "test_simple_text")).await?;
     assert_eq!(forwarded.status(), 503, "what the capture answered comes back");
     let head = tokio::time::timeout(paddock_tests::WAIT, captured).await???;
     let header =
@@ -248,10 +235,10 @@ async fn when_the_owner_is_gone_the_session_is_answered_404_and_a_new_one_starts
     let plugins = conformance_plugins();
     let mut cluster = Cluster::start(plugins.path(), 2, &[]).await?;
     let session = open_session(cluster.replica(0)).await?;
-    assert_eq!(post_to(cluster.replica(1), Some(&session), "application/json", &call(1, "test_simple_text")).await?.status(), 200);
+    assert_eq!(legacy_post(cluster.replica(1), Some(&session), "application/json", &call(1, "test_simple_text")).await?.status(), 200);
     cluster.kill(0).await?;
     let started = std::time::Instant::now();
-    let gone = post_to(cluster.replica(1), Some(&session), "application/json", &call(2, "test_simple_text")).await?;
+    let gone = legacy_post(cluster.replica(1), Some(&session), "application/json", &call(2, "test_simple_text")).await?;
     assert_eq!(gone.status(), 404, "the spec's \"session ended\": the client initializes again");
     assert!(started.elapsed() < Duration::from_secs(5), "a dead owner is found out quickly: {:?}", started.elapsed());
     cluster.replica(1).wait_for_log("cannot be reached").await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use paddock_tests::http::{EventReader, HttpHost, modern_meta};
 use paddock_tests::redis::RedisServer;
-use paddock_tests::replicas::Cluster;
+use paddock_tests::replicas::{Cluster, legacy_post};
 use paddock_tests::{WAIT, conformance_plugins};
 use serde_json::{Value, json};
 
@@ -345,19 +345,6 @@ approval = "ask"
     assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
     assert!(replayed["error"]["message"].as_str().unwrap_or_default().contains("already answered"), "{replayed}");
     Ok(())
-}
-
-/// POSTs `body` in legacy session `session` of `host`, accepting `accept`.
-async fn legacy_post(host: &HttpHost, session: Option<&str>, accept: &str, body: &Value) -> Result<reqwest::Response> {
-    let mut request = reqwest::Client::new()
-        .post(host.url("/mcp"))
-        .header("accept", accept)
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2025-11-25");
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    Ok(request.body(body.to_string()).send().await?)
 }
 
 #[tokio::test]

@@ -10,6 +10,20 @@ use anyhow::{Context, Result};
 use crate::free_port;
 use crate::http::HttpHost;
 
+/// POSTs `body` to `/mcp` of `host` as a 2025-11-25 client, in `session` when given, accepting
+/// `accept`.
+pub async fn legacy_post(host: &HttpHost, session: Option<&str>, accept: &str, body: &serde_json::Value) -> Result<reqwest::Response> {
+    let mut request = reqwest::Client::new()
+        .post(host.url("/mcp"))
+        .header("accept", accept)
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    Ok(request.body(body.to_string()).send().await?)
+}
+
 /// Replicas `paddock-0`, `paddock-1`, … sharing a key and a plugins folder.
 #[derive(Debug)]
 pub struct Cluster {

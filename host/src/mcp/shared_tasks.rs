@@ -132,18 +132,16 @@ pub(super) async fn fail(store: &Store, scope: &Scope, id: &str, owner: &str, wh
     announce(store, scope, id, owner).await;
 }
 
-/// Parks the task in the store until its questions are answered: no run of this replica waits
-/// for them. False when the store refused it (then it is logged).
-pub(super) async fn park(store: &Store, scope: &Scope, task: &Task, target: &Target, context: &RequestContext, asked: &InputRequired) -> bool {
-    let Target::Tool { name, arguments } = target else { return false };
+/// What the next run of `task`'s tool needs, for whichever replica runs it: the tool, its
+/// arguments, the request context, and `round` sealed under the state key for the rest of the
+/// task's life, bound to the plugin, the tool, the arguments and the caller. `None` when the
+/// round is too large to seal (or the target is not a tool).
+fn continuation(scope: &Scope, task: &Task, target: &Target, context: &RequestContext, round: &Round) -> Option<String> {
+    let Target::Tool { name, arguments } = target else { return None };
     let arguments_value: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     let binding = Binding { plugin: &task.plugin, method: "tools/call", target: name, arguments: &arguments_value, caller: context.caller.as_deref() };
-    let round = Round { requests: asked.requests.clone(), answered: Vec::new(), plugin_state: asked.state.clone() };
     let remaining = task.expires().saturating_duration_since(std::time::Instant::now());
-    let Ok(sealed) = scope.state.state_key.seal_for(&binding, &round, remaining) else {
-        tracing::warn!(task = %task.id, "a task's round is too large to park in the shared store");
-        return false;
-    };
+    let sealed = scope.state.state_key.seal_for(&binding, round, remaining).ok()?;
     let wire = task.to_wire(false);
     let continuation = json!({
         "plugin": task.plugin,
@@ -154,13 +152,25 @@ pub(super) async fn park(store: &Store, scope: &Scope, task: &Task, target: &Tar
         "created": wire.get("createdAt"),
         "ttl_ms": u64::try_from(task.ttl().as_millis()).unwrap_or(u64::MAX),
     });
+    Some(continuation.to_string())
+}
+
+/// Parks the task in the store until its questions are answered: no run of this replica waits
+/// for them. False when the store refused it (then it is logged).
+pub(super) async fn park(store: &Store, scope: &Scope, task: &Task, target: &Target, context: &RequestContext, asked: &InputRequired) -> bool {
+    let round = Round { requests: asked.requests.clone(), answered: Vec::new(), plugin_state: asked.state.clone() };
+    let Some(continuation) = continuation(scope, task, target, context, &round) else {
+        tracing::warn!(task = %task.id, "a task's round is too large to park in the shared store");
+        return false;
+    };
+    let wire = task.to_wire(false);
     let deadline = now_ms().saturating_add(u64::try_from(scope.state.limits.input_timeout.as_millis()).unwrap_or(u64::MAX));
     let mut fields = vec![
         ("status".to_owned(), TaskStatus::InputRequired.as_str().to_owned()),
         ("message".to_owned(), wire.get("statusMessage").and_then(Value::as_str).unwrap_or_default().to_owned()),
         ("updated".to_owned(), wire.get("lastUpdatedAt").and_then(Value::as_str).unwrap_or_default().to_owned()),
         ("deadline".to_owned(), deadline.to_string()),
-        ("continuation".to_owned(), continuation.to_string()),
+        ("continuation".to_owned(), continuation),
     ];
     fields.extend(asked.requests.iter().map(|r| (format!("request:{}", r.key), r.to_wire().to_string())));
     // Last: from here on no run of this replica writes it (`runner` is empty).
@@ -179,27 +189,14 @@ pub(super) async fn park(store: &Store, scope: &Scope, task: &Task, target: &Tar
 /// replica claims it runs the round again from its start. False when the store did not take it
 /// (then the task ends `failed`, saying so).
 pub(super) async fn hand_over(store: &Store, scope: &Scope, task: &Task, target: &Target, context: &RequestContext) -> bool {
-    let Target::Tool { name, arguments } = target else { return false };
-    let arguments_value: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    let binding = Binding { plugin: &task.plugin, method: "tools/call", target: name, arguments: &arguments_value, caller: context.caller.as_deref() };
     let round = Round { requests: Vec::new(), answered: context.input_responses.clone(), plugin_state: context.state.clone() };
     let remaining = task.expires().saturating_duration_since(std::time::Instant::now());
-    let wire = task.to_wire(false);
-    let handed = match scope.state.state_key.seal_for(&binding, &round, remaining) {
-        Ok(sealed) => {
-            let continuation = json!({
-                "plugin": task.plugin,
-                "tool": name,
-                "arguments": arguments,
-                "context": context_json(context),
-                "round": sealed,
-                "created": wire.get("createdAt"),
-                "ttl_ms": u64::try_from(task.ttl().as_millis()).unwrap_or(u64::MAX),
-            });
+    let handed = match continuation(scope, task, target, context, &round) {
+        Some(continuation) => {
             let expires_at = now_ms().saturating_add(u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX));
-            store.hand_over_task(&task.id, scope.state.replica.id().as_str(), &continuation.to_string(), &rfc3339(SystemTime::now()), expires_at).await
+            store.hand_over_task(&task.id, scope.state.replica.id().as_str(), &continuation, &rfc3339(SystemTime::now()), expires_at).await
         }
-        Err(_) => Ok(false),
+        None => Ok(false),
     };
     match handed {
         Ok(true) => {

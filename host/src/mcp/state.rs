@@ -197,17 +197,6 @@ impl ServerState {
         ServerState::build_on(router, state_key, limits, budget, callers, replica, store)
     }
 
-    /// With its own time limits, as `for_replica`.
-    pub fn for_replica_with_limits(
-        router: Arc<Router>,
-        state_key: StateKey,
-        limits: ServerLimits,
-        replica: Arc<crate::replica::Replica>,
-        store: Option<Arc<crate::store::Store>>,
-    ) -> Arc<ServerState> {
-        ServerState::build_on(router, state_key, limits, crate::budget::Budget::unlimited(), CallerPolicy::default(), replica, store)
-    }
-
     /// The store replicas share, if there is one.
     pub fn store(&self) -> Option<&Arc<crate::store::Store>> {
         self.store.as_ref()

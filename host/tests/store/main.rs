@@ -12,6 +12,17 @@ use paddock::store::{Answered, Bucket, Cancelled, Charged, FeedEvent, Store, Sto
 
 const MATERIAL: &[u8] = b"the shared key material of a test cluster";
 
+/// `redis-server` on `PATH` (or the Debian package's); missing is a failure under `CI=true`.
+fn redis_server() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).chain([std::path::PathBuf::from("/usr/bin")]).map(|d| d.join("redis-server")).find(|p| p.is_file()));
+    assert!(
+        found.is_some() || std::env::var_os("CI").is_none(),
+        "redis-server must be installed in CI (scripts/test installs the Debian package `redis-server`)"
+    );
+    found
+}
+
 /// A `redis-server` on a loopback port, killed when dropped.
 struct Redis {
     child: Option<std::process::Child>,
@@ -25,12 +36,7 @@ impl Redis {
     }
 
     fn on(port: u16) -> Option<Redis> {
-        let found = std::env::var_os("PATH")
-            .and_then(|path| std::env::split_paths(&path).chain([std::path::PathBuf::from("/usr/bin")]).map(|d| d.join("redis-server")).find(|p| p.is_file()));
-        let Some(binary) = found else {
-            assert!(std::env::var_os("CI").is_none(), "redis-server must be installed in CI (scripts/test installs the Debian package `redis-server`)");
-            return None;
-        };
+        let binary = redis_server()?;
         let child = std::process::Command::new(binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory", "64mb"])
             .stdin(Stdio::null())
@@ -222,12 +228,7 @@ async fn the_feed_reaches_every_replica_and_a_cut_off_one_is_told_to_resync_when
 
 #[tokio::test]
 async fn a_store_on_a_unix_socket_is_used_as_one_on_tcp() {
-    let Some(binary) = std::env::var_os("PATH")
-        .and_then(|path| std::env::split_paths(&path).chain([std::path::PathBuf::from("/usr/bin")]).map(|d| d.join("redis-server")).find(|p| p.is_file()))
-    else {
-        assert!(std::env::var_os("CI").is_none(), "redis-server must be installed in CI");
-        return;
-    };
+    let Some(binary) = redis_server() else { return };
     let dir = tempfile::tempdir().expect("dir");
     let socket = dir.path().join("redis.sock");
     let mut child = std::process::Command::new(binary)
