@@ -487,3 +487,57 @@ async fn a_store_over_tls_is_used_only_when_its_certificate_verifies() -> Result
     assert!(!refused.status.success() && said.contains("certificate"), "{said}");
     Ok(())
 }
+
+#[tokio::test]
+async fn another_principals_task_is_unknown_on_every_replica() -> Result<()> {
+    let Some(redis) = RedisServer::start().await? else { return Ok(()) };
+    let digest = |token: &str| -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef01");
+    let list = format!("[[token]]\nname = \"alice\"\nsha256 = \"{}\"\n\n[[token]]\nname = \"bob\"\nsha256 = \"{}\"\n", digest(alice), digest(bob));
+    let files = paddock_tests::PluginDir::new().write("tokens.toml", list);
+    let tokens = files.path().join("tokens.toml").display().to_string();
+    let plugins = conformance_plugins();
+    let url = redis.url();
+    let cluster = Cluster::start(plugins.path(), 2, &["--store", &url, "--tokens", &tokens]).await?;
+    let as_holder = |host: &HttpHost, token: &str, method: &str, mut params: Value| {
+        params["_meta"] = modern_meta(json!({"elicitation": {}, "extensions": {TASKS: {}}}));
+        let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned).unwrap_or_default();
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        reqwest::Client::new()
+            .post(host.url("/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .header("mcp-name", name)
+            .body(body.to_string())
+            .send()
+    };
+    let created: Value =
+        as_holder(cluster.replica(0), alice, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "h.txt"}})).await?.json().await?;
+    let id = created["result"]["taskId"].as_str().context("alice's task")?.to_owned();
+    for index in [0, 1] {
+        let host = cluster.replica(index);
+        let answer = json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+        for (method, params) in [("tasks/get", json!({"taskId": id})), ("tasks/cancel", json!({"taskId": id})), ("tasks/update", answer)] {
+            let refused: Value = as_holder(host, bob, method, params).await?.json().await?;
+            assert_eq!(refused["error"]["code"], -32602, "bob's {method} through replica {index}: {refused}");
+            assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("unknown task"), "{refused}");
+        }
+    }
+    // Alice's task is untouched by all that.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let seen: Value = as_holder(cluster.replica(1), alice, "tasks/get", json!({"taskId": id})).await?.json().await?;
+        if seen["result"]["status"] == "input_required" {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{seen}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}

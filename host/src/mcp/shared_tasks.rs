@@ -28,7 +28,7 @@ use crate::input::seal::{Binding, Round};
 use crate::input::{ClientInfo, InputRequest, InputRequired, InputResponse, RequestContext, TraceContext};
 use crate::replica::IdKind;
 use crate::revision::Revision;
-use crate::store::{Answered, Cancelled, Store, StoredTask};
+use crate::store::{Answered, Cancelled, Created, MAX_STORED_PER_OWNER, Store, StoredTask};
 use crate::tasks::{POLL_INTERVAL_MS, Task, TaskStatus};
 
 /// Most answers one `tasks/update` may carry (a round asks at most this many questions).
@@ -87,8 +87,11 @@ pub(super) async fn created(store: &Store, scope: &Scope, task: &Task, owner: &s
         ("runner", scope.state.replica.id().as_str().to_owned()),
     ];
     match store.create_task(&task.id, owner, now_ms().saturating_add(ttl_ms), &fields).await.map_err(store_error)? {
-        true => Ok(()),
-        false => Err(McpError::internal()),
+        Created::Yes => Ok(()),
+        Created::Exists => Err(McpError::internal()),
+        Created::Full => Err(McpError::Busy(format!(
+            "this caller holds {MAX_STORED_PER_OWNER} tasks in the shared store and none has finished; try again once some have finished, or cancel some"
+        ))),
     }
 }
 

@@ -26,7 +26,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use feed::{FeedEvent, MAX_FEED_MESSAGE};
 pub use limits::{Bucket, Charged};
-pub use tasks::{Answered, Cancelled, StoredTask};
+pub use tasks::{Answered, Cancelled, Created, MAX_STORED_PER_OWNER, StoredTask};
 
 /// The longest any one call to the store may take.
 pub const STORE_TIMEOUT: Duration = Duration::from_secs(2);

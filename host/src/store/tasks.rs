@@ -38,6 +38,19 @@ impl StoredTask {
     }
 }
 
+/// The most tasks one owner holds in the store, finished ones included until they expire.
+pub const MAX_STORED_PER_OWNER: usize = 1024;
+
+/// What creating a task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    Yes,
+    /// The id exists already.
+    Exists,
+    /// The owner holds `MAX_STORED_PER_OWNER` tasks and none has finished.
+    Full,
+}
+
 /// What cancelling a task did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cancelled {
@@ -65,14 +78,29 @@ pub enum Answered {
     Claimed { continuation: String, answers: Vec<(String, String)> },
 }
 
-/// Creates the task unless its id exists; indexes it under its owner.
+/// Creates the task unless its id exists; indexes it under its owner. An owner holding
+/// `ARGV[3]` tasks gives up the one that expires first among its finished ones, and is refused
+/// when every one is unfinished.
 const CREATE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
+  local freed = false
+  for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+    local status = redis.call('HGET', ARGV[4] .. other, 'status')
+    if not status or status == 'completed' or status == 'failed' or status == 'cancelled' then
+      redis.call('DEL', ARGV[4] .. other)
+      redis.call('ZREM', KEYS[2], other)
+      freed = true
+      break
+    end
+  end
+  if not freed then return -1 end
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[2], last[2])
@@ -235,20 +263,25 @@ impl Store {
     }
 
     /// Creates task `id` of `owner`, kept until `expires_at_ms` (Unix milliseconds), with `fields`
-    /// (`owner` among them). False when the id exists already.
+    /// (`owner` among them). An owner holds at most `MAX_STORED_PER_OWNER` tasks: past it, its
+    /// finished task that expires first is given up, and if none is finished it is refused.
     ///
     /// # Errors
     /// The store is unavailable.
-    pub async fn create_task(&self, id: &str, owner: &str, expires_at_ms: u64, fields: &[(&str, String)]) -> Result<bool, StoreError> {
+    pub async fn create_task(&self, id: &str, owner: &str, expires_at_ms: u64, fields: &[(&str, String)]) -> Result<Created, StoreError> {
         let script = Script::new(CREATE);
         let mut invocation = script.key(self.task_key(id));
-        invocation.key(self.owner_key(owner)).arg(expires_at_ms).arg(id);
+        invocation.key(self.owner_key(owner)).arg(expires_at_ms).arg(id).arg(MAX_STORED_PER_OWNER).arg(self.task_key(""));
         for (name, value) in fields {
             invocation.arg(*name).arg(value);
         }
         let mut connection = self.connection();
         let created: i64 = self.call(async move { invocation.invoke_async(&mut connection).await }).await?;
-        Ok(created == 1)
+        Ok(match created {
+            1 => Created::Yes,
+            0 => Created::Exists,
+            _ => Created::Full,
+        })
     }
 
     /// Writes the progress of task `id`, which replica `runner` runs: `fields` replace theirs,

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paddock::store::{Answered, Bucket, Cancelled, Charged, FeedEvent, Store, StoreError};
+use paddock::store::{Answered, Bucket, Cancelled, Charged, Created, FeedEvent, MAX_STORED_PER_OWNER, Store, StoreError};
 
 const MATERIAL: &[u8] = b"the shared key material of a test cluster";
 
@@ -80,7 +80,7 @@ fn now_ms() -> u64 {
 
 async fn task_of(store: &Store, id: &str, owner: &str, runner: &str) {
     let fields = [("owner", owner.to_owned()), ("plugin", "p".to_owned()), ("status", "working".to_owned()), ("runner", runner.to_owned())];
-    assert!(store.create_task(id, owner, now_ms() + 60_000, &fields).await.expect("create"));
+    assert_eq!(store.create_task(id, owner, now_ms() + 60_000, &fields).await.expect("create"), Created::Yes);
 }
 
 fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -92,7 +92,11 @@ async fn a_task_is_seen_answered_and_cancelled_only_by_its_owner_and_a_finished_
     let Some(redis) = Redis::start() else { return };
     let store = Store::open(&redis.url(), MATERIAL, false).await.expect("open");
     task_of(&store, "r0.t1", "alice", "r0").await;
-    assert!(!store.create_task("r0.t1", "alice", now_ms() + 60_000, &[("owner", "alice".to_owned())]).await.expect("create"), "an id is created once");
+    assert_eq!(
+        store.create_task("r0.t1", "alice", now_ms() + 60_000, &[("owner", "alice".to_owned())]).await.expect("create"),
+        Created::Exists,
+        "an id is created once"
+    );
     assert_eq!(store.task("r0.t1").await.expect("get").and_then(|t| t.get("owner").map(str::to_owned)).as_deref(), Some("alice"));
     assert!(store.task("r0.nope").await.expect("get").is_none());
 
@@ -248,4 +252,48 @@ async fn a_store_on_a_unix_socket_is_used_as_one_on_tcp() {
     assert!(store.task("r0.u").await.expect("get").is_some());
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[tokio::test]
+async fn an_owner_holds_a_bounded_number_of_tasks_in_the_store_and_a_finished_one_makes_room() {
+    let Some(redis) = Redis::start() else { return };
+    let store = Store::open(&redis.url(), MATERIAL, false).await.expect("open");
+    for n in 0..MAX_STORED_PER_OWNER {
+        task_of(&store, &format!("r0.many{n}"), "mallory", "r0").await;
+    }
+    let more = [("owner", "mallory".to_owned()), ("status", "working".to_owned()), ("runner", "r0".to_owned())];
+    assert_eq!(store.create_task("r0.one-more", "mallory", now_ms() + 60_000, &more).await.expect("create"), Created::Full, "every one unfinished");
+    // Another owner is not held to mallory's bound.
+    task_of(&store, "r0.alice", "alice", "r0").await;
+    // One finishes: it makes room, and is the one given up.
+    assert!(store.write_task("r0.many7", "r0", true, &fields(&[("status", "completed")])).await.expect("finish"));
+    assert_eq!(store.create_task("r0.one-more", "mallory", now_ms() + 60_000, &more).await.expect("create"), Created::Yes);
+    assert!(store.task("r0.many7").await.expect("get").is_none(), "the finished one was given up");
+    assert_eq!(store.tasks_of("mallory", 2 * MAX_STORED_PER_OWNER).await.expect("list").len(), MAX_STORED_PER_OWNER);
+}
+
+#[tokio::test]
+async fn a_store_that_never_answers_is_an_error_within_the_deadline_never_a_wait() {
+    // A "store" that takes connections and never says a word.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let held = tokio::spawn(async move {
+        let mut sockets = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            sockets.push(socket);
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    match Store::open(&url, MATERIAL, false).await {
+        Err(StoreError::Timeout(shown, _) | StoreError::Unavailable(shown, _)) => assert!(shown.contains(&port.to_string()), "{shown}"),
+        other => panic!("{other:?}"),
+    }
+    let store = Store::open(&url, MATERIAL, true).await.expect("optional");
+    let call = std::time::Instant::now();
+    assert!(store.task("r0.x").await.is_err());
+    assert!(store.charge(&[Bucket { key: "k".to_owned(), interval: Duration::from_secs(1), burst: 1 }]).await.is_err());
+    assert!(call.elapsed() < paddock::store::STORE_TIMEOUT * 3, "each call ends by its deadline: {:?}", call.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    held.abort();
 }
