@@ -10,4 +10,5 @@
 mod callers;
 mod harness;
 mod held;
+mod replicas;
 mod rows;
