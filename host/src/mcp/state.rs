@@ -182,21 +182,6 @@ impl ServerState {
         ServerState::build(router, state_key, limits, budget, callers)
     }
 
-    /// A server of `replica` (its task ids name it), charging `budget`, serving requests under
-    /// `callers`, sharing what replicas share through `store` when there is one.
-    #[allow(clippy::too_many_arguments, reason = "the one constructor the command line uses: every part is its own")]
-    pub fn for_replica(
-        router: Arc<Router>,
-        state_key: StateKey,
-        limits: ServerLimits,
-        budget: Arc<crate::budget::Budget>,
-        callers: CallerPolicy,
-        replica: Arc<crate::replica::Replica>,
-        store: Option<Arc<crate::store::Store>>,
-    ) -> Arc<ServerState> {
-        ServerState::build_on(router, state_key, limits, budget, callers, replica, store)
-    }
-
     /// The store replicas share, if there is one.
     pub fn store(&self) -> Option<&Arc<crate::store::Store>> {
         self.store.as_ref()
@@ -208,10 +193,13 @@ impl ServerState {
     }
 
     fn build(router: Arc<Router>, state_key: StateKey, limits: ServerLimits, budget: Arc<crate::budget::Budget>, callers: CallerPolicy) -> Arc<ServerState> {
-        ServerState::build_on(router, state_key, limits, budget, callers, Arc::new(crate::replica::Replica::solo()), None)
+        ServerState::for_replica(router, state_key, limits, budget, callers, Arc::new(crate::replica::Replica::solo()), None)
     }
 
-    fn build_on(
+    /// A server of `replica` (its task ids name it), charging `budget`, serving requests under
+    /// `callers`, sharing what replicas share through `store` when there is one.
+    #[allow(clippy::too_many_arguments, reason = "the one constructor the command line uses: every part is its own")]
+    pub fn for_replica(
         router: Arc<Router>,
         state_key: StateKey,
         limits: ServerLimits,

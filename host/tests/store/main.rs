@@ -23,6 +23,20 @@ fn redis_server() -> Option<std::path::PathBuf> {
     found
 }
 
+/// Starts `redis-server` without persistence, with `args`; `None` when it is missing (outside CI).
+fn spawn_redis(args: &[&str]) -> Option<std::process::Child> {
+    let binary = redis_server()?;
+    let child = std::process::Command::new(binary)
+        .args(["--save", "", "--appendonly", "no"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start redis-server");
+    Some(child)
+}
+
 /// A `redis-server` on a loopback port, killed when dropped.
 struct Redis {
     child: Option<std::process::Child>,
@@ -36,14 +50,7 @@ impl Redis {
     }
 
     fn on(port: u16) -> Option<Redis> {
-        let binary = redis_server()?;
-        let child = std::process::Command::new(binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory", "64mb"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
+        let child = spawn_redis(&["--port", &port.to_string(), "--bind", "127.0.0.1", "--maxmemory", "64mb"])?;
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(std::time::Instant::now() < deadline, "redis-server did not listen in time");
@@ -232,16 +239,9 @@ async fn the_feed_reaches_every_replica_and_a_cut_off_one_is_told_to_resync_when
 
 #[tokio::test]
 async fn a_store_on_a_unix_socket_is_used_as_one_on_tcp() {
-    let Some(binary) = redis_server() else { return };
     let dir = tempfile::tempdir().expect("dir");
     let socket = dir.path().join("redis.sock");
-    let mut child = std::process::Command::new(binary)
-        .args(["--port", "0", "--unixsocket", &socket.display().to_string(), "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start redis-server");
+    let Some(mut child) = spawn_redis(&["--port", "0", "--unixsocket", &socket.display().to_string(), "--unixsocketperm", "700"]) else { return };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !socket.exists() {
         assert!(std::time::Instant::now() < deadline, "redis-server made no socket in time");
