@@ -10,6 +10,9 @@
 
 #[allow(unsafe_code)]
 mod bindings;
+// `TypedFunc::new_unchecked` after a first checked call, for the same export of the same component.
+#[allow(unsafe_code)]
+mod checked_func;
 mod engine;
 mod imports;
 mod lift;

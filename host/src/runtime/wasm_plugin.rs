@@ -12,6 +12,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use super::bindings::exports::paddock::plugin::{completion, prompts, resources, tools};
 use super::bindings::paddock::plugin::{context as wx, types as w};
 use super::bindings::{self, PluginPre};
+use super::checked_func::CheckedOnce;
 use super::lift::catalog::{self, Declared};
 use super::lift::convert::{self, Budget};
 use super::lift::outcome;
@@ -59,6 +60,8 @@ impl std::fmt::Debug for WasmPlugin {
 /// type-checks only the interface it uses, in its fresh instance.
 struct Exports {
     call_tool: ComponentExportIndex,
+    /// `call-tool`'s type, checked by the first call.
+    call_tool_type: CheckedOnce,
     resources: resources::GuestIndices,
     prompts: prompts::GuestIndices,
     completion: completion::GuestIndices,
@@ -74,6 +77,7 @@ impl Exports {
             call_tool: component
                 .get_export_index(Some(&interface), "call-tool")
                 .ok_or_else(|| wasmtime::format_err!("instance export `{tools}` does not have export `call-tool`"))?,
+            call_tool_type: CheckedOnce::default(),
             resources: resources::GuestIndices::new(pre)?,
             prompts: prompts::GuestIndices::new(pre)?,
             completion: completion::GuestIndices::new(pre)?,
@@ -392,7 +396,8 @@ impl Plugin for WasmPlugin {
             tool,
             |exports, store, instance| instance.get_func(store, exports.call_tool).ok_or_else(|| wasmtime::format_err!("no export `call-tool`")),
             async move |call_tool, store, context| {
-                let call_tool = call_tool.typed::<(&wx::RequestContext, &str, &str), (Result<tools::CallOutcome, w::Error>,)>(&*store)?;
+                let call_tool =
+                    self.exports.call_tool_type.typed::<(&wx::RequestContext, &str, &str), (Result<tools::CallOutcome, w::Error>,)>(call_tool, &*store)?;
                 Ok(call_tool.call_async(store, (context, tool, arguments)).await?.0)
             },
             outcome::call,

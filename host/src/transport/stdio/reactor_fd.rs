@@ -20,6 +20,10 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 #[derive(Debug)]
 pub(super) struct ReactorFd {
     fd: AsyncFd<OwnedFd>,
+    /// A pipe or a socket: a read that returns less than it asked for has emptied it, so the
+    /// next read waits for the reactor instead of failing with `EAGAIN` first (one system call
+    /// less per message). A terminal returns one line per read, with more behind it.
+    short_read_drains: bool,
 }
 
 /// What puts a descriptor's file status flags back as they were before `O_NONBLOCK`.
@@ -47,6 +51,8 @@ impl ReactorFd {
     /// poll it (a regular file, `/dev/null`): the flags are put back before returning.
     pub(super) fn new(fd: BorrowedFd<'_>, interest: Interest) -> io::Result<(ReactorFd, OriginalFlags)> {
         let owned = fd.try_clone_to_owned()?;
+        let kind = rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&owned)?.st_mode);
+        let short_read_drains = matches!(kind, rustix::fs::FileType::Fifo | rustix::fs::FileType::Socket);
         let original = OriginalFlags { fd: fd.try_clone_to_owned()?, flags: rustix::fs::fcntl_getfl(&owned)? };
         rustix::fs::fcntl_setfl(&owned, original.flags | OFlags::NONBLOCK)?;
         // `OwnedFd` owns its descriptor for the `AsyncFd`'s whole life, which is all the
@@ -55,7 +61,7 @@ impl ReactorFd {
         #[allow(deprecated)]
         let registered = AsyncFd::with_interest(owned, interest);
         match registered {
-            Ok(fd) => Ok((ReactorFd { fd }, original)),
+            Ok(fd) => Ok((ReactorFd { fd, short_read_drains }, original)),
             Err(err) => {
                 original.restore();
                 Err(err)
@@ -75,8 +81,14 @@ impl AsyncRead for ReactorFd {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
+            let asked = unfilled.len();
             match guard.try_io(|fd| retry_interrupted(|| rustix::io::read(fd.get_ref(), &mut *unfilled))) {
                 Ok(Ok(n)) => {
+                    if self.short_read_drains && n > 0 && n < asked {
+                        // Data written after this read raises a new edge, which the reactor
+                        // records whatever this does.
+                        guard.clear_ready();
+                    }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -141,6 +153,25 @@ mod tests {
         assert_eq!(received, expected);
         reader_flags.restore();
         assert!(!rustix::fs::fcntl_getfl(&read_end).expect("flags").contains(OFlags::NONBLOCK), "the original flags are back");
+    }
+
+    #[tokio::test]
+    async fn a_pipe_emptied_by_a_short_read_still_wakes_its_reader_for_the_next_message() {
+        let (read_end, write_end) = std::io::pipe().expect("pipe");
+        let (mut reader, _flags) = ReactorFd::new(read_end.as_fd(), Interest::READABLE).expect("a pipe can be polled");
+        assert!(reader.short_read_drains, "a pipe is emptied by a short read");
+        let mut writer = write_end;
+        let mut buf = [0u8; 64];
+        for message in [&b"first\n"[..], b"second\n", b"third\n"] {
+            std::io::Write::write_all(&mut writer, message).expect("write");
+            let n = tokio::time::timeout(std::time::Duration::from_secs(10), reader.read(&mut buf)).await.expect("the reader wakes").expect("read");
+            assert_eq!(&buf[..n], message);
+        }
+        // Written while nobody waits, after the readiness was cleared.
+        std::io::Write::write_all(&mut writer, b"late\n").expect("write");
+        tokio::task::yield_now().await;
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), reader.read(&mut buf)).await.expect("the reader wakes").expect("read");
+        assert_eq!(&buf[..n], b"late\n");
     }
 
     #[tokio::test]
