@@ -1,19 +1,21 @@
 //! The HTTP section: `tools/call text_echo {"text":"hello"}` POSTed to `/mcp` over keep-alive
-//! HTTP/1.1 connections (hyper 1.x client connections, `TCP_NODELAY`), in both protocol eras,
-//! with 16 and with 64 connections each issuing requests back to back.
+//! HTTP/1.1 connections, in both protocol eras, with 16 and with 64 connections each sending
+//! requests back to back.
 //!
-//! Every connection first runs for a warm-up of a quarter of the window, then for the window
-//! (a fixed duration); requests per second count the requests sent inside the window and divide
-//! by the time from its start to the last of their replies; p50 and p99 are over every one of
-//! those requests. Era 2025-11-25 opens one session per connection (initialize, then
-//! `notifications/initialized`) and reads each reply as an SSE body to its end; era 2026-07-28
-//! sends stateless requests with the `Mcp-*` headers and `_meta`, answered as JSON. Every reply
-//! must be a success, or the run fails.
+//! The load comes from `wrk` (`wrk.rs`) bound to a core of its own, with the servers bound to
+//! another: a second of warm-up, then the window. Era 2025-11-25 sends each request in one of
+//! the sessions the harness opened first (one per connection), and the replies are SSE bodies;
+//! era 2026-07-28 sends stateless requests with the `Mcp-*` headers and `_meta`, answered as
+//! JSON. Every response must be 2xx, and a call the harness makes itself before and after must
+//! succeed. Beside requests per second and latency: the server's CPU per request and the
+//! client's share of its core, and the CPU other processes used meanwhile (`machine.rs`).
 //!
-//! Also the HTTP server processes (Paddock's `serve --http` and `native-echo --http`), which
-//! report their bound address as a JSON record on stderr, and the readiness wait on `/readyz`.
+//! Also the harness's own HTTP client (for sessions, checks, and the other sections), the HTTP
+//! server processes (Paddock's `serve --http` and `native-echo --http`), which report their
+//! bound address as a JSON record on stderr, and the readiness wait on `/readyz`.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -26,7 +28,8 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio::time::timeout;
 
-use crate::measure::{micros, p50_p99};
+use crate::machine::{self, Cores, Others};
+use crate::measure::cpu_ns;
 use crate::process::{Process, WAIT};
 
 /// The `Accept` header of every POST: the client takes both reply shapes.
@@ -60,6 +63,10 @@ pub struct LoadFigures {
     pub requests_per_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    /// Server CPU per request (every thread, over the measured run), in µs.
+    pub server_cpu_us: f64,
+    /// The load client's CPU over the run, in CPUs.
+    pub client_cpu: f64,
 }
 
 /// The figures of one HTTP round of one server: one [`LoadFigures`] per entry of [`CASES`].
@@ -264,14 +271,12 @@ impl Client {
         self.next_id += 1;
         let reply = match (self.era, &self.session) {
             (Era::Sessions, Some(session)) => {
-                let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"text_echo","arguments":{{"text":"hello"}}}}}}"#);
+                let body = SESSION_CALL.replace("{id}", &id.to_string());
                 let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
                 self.connection.post(&headers, body).await?
             }
             _ => {
-                let body = format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"text_echo","arguments":{{"text":"hello"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"paddock-bench","version":"1"}}}}}}}}"#
-                );
+                let body = STATELESS_CALL.replace("{id}", &id.to_string());
                 let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "text_echo")];
                 self.connection.post(&headers, body).await?
             }
@@ -281,59 +286,93 @@ impl Client {
     }
 }
 
-/// Requests per second and latency with `connections` clients of `era` issuing requests back
-/// to back for `window` (after a warm-up of a quarter of it).
-pub async fn load(addr: SocketAddr, era: Era, connections: usize, window: Duration) -> Result<LoadFigures> {
-    let mut clients = Vec::with_capacity(connections);
-    for _ in 0..connections {
-        clients.push(Client::open(addr, era).await?);
-    }
-    let measure_from = Instant::now() + window / 4;
-    let stop_at = measure_from + window;
-    let mut tasks = tokio::task::JoinSet::new();
-    for mut client in clients {
-        tasks.spawn(async move {
-            let mut latencies = Vec::new();
-            let mut last_reply = measure_from;
-            loop {
-                let sent = Instant::now();
-                if sent >= stop_at {
-                    break;
-                }
-                client.echo().await?;
-                let replied = Instant::now();
-                if sent >= measure_from {
-                    latencies.push(micros(replied - sent));
-                    last_reply = replied;
-                }
+/// The Lua script `wrk` sends: `tools/call text_echo {"text":"hello"}` in `era`; in era
+/// 2025-11-25 each request names one of `sessions` in turn and has an id of its own.
+fn script(era: Era, sessions: &[String]) -> String {
+    let mut script = String::from(
+        "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n",
+    );
+    match era {
+        Era::Stateless => {
+            script.push_str("wrk.headers[\"MCP-Protocol-Version\"] = \"2026-07-28\"\nwrk.headers[\"Mcp-Method\"] = \"tools/call\"\nwrk.headers[\"Mcp-Name\"] = \"text_echo\"\n");
+            script.push_str(&format!("wrk.body = '{}'\n", STATELESS_CALL.replace("{id}", "1")));
+        }
+        Era::Sessions => {
+            script.push_str("wrk.headers[\"MCP-Protocol-Version\"] = \"2025-11-25\"\nlocal sessions = {");
+            for session in sessions {
+                script.push_str(&format!("\"{session}\","));
             }
-            anyhow::Ok((latencies, last_reply))
-        });
+            script.push_str("}\nlocal n = 0\nrequest = function()\n  n = n + 1\n  local session = sessions[(n % #sessions) + 1]\n");
+            script.push_str(&format!(
+                "  return wrk.format(nil, nil, {{[\"Mcp-Session-Id\"] = session}}, string.format('{}', n))\nend\n",
+                SESSION_CALL.replace("{id}", "%d")
+            ));
+        }
     }
-    let mut latencies = Vec::new();
-    let mut last_reply = measure_from;
-    while let Some(joined) = timeout(window + WAIT, tasks.join_next()).await.context("a connection did not finish in time")? {
-        let (more, last) = joined??;
-        latencies.extend(more);
-        last_reply = last_reply.max(last);
-    }
-    let elapsed = (last_reply - measure_from).as_secs_f64();
-    ensure!(!latencies.is_empty() && elapsed > 0.0, "no request completed inside the window");
-    let requests_per_s = latencies.len() as f64 / elapsed;
-    let (p50_us, p99_us) = p50_p99(&mut latencies);
-    Ok(LoadFigures { requests_per_s, p50_us, p99_us })
+    script
 }
 
-/// One HTTP round: both servers running, each case measured on Paddock then on native.
-pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, window: Duration) -> Result<[HttpFigures; 2]> {
-    let servers =
-        [HttpServer::start(paddock, runtime).context("start paddock over HTTP")?, HttpServer::start(native, runtime).context("start native-echo over HTTP")?];
+/// The 2025-11-25 call, with `{id}` for its id.
+const SESSION_CALL: &str = r#"{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{"name":"text_echo","arguments":{"text":"hello"}}}"#;
+/// The 2026-07-28 call, with `{id}` for its id.
+const STATELESS_CALL: &str = r#"{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{"name":"text_echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"paddock-bench","version":"1"}}}}"#;
+
+/// What an HTTP load needs besides the server: `wrk`, the cores, the window.
+pub struct LoadSetup<'a> {
+    pub wrk: &'a Path,
+    pub cores: Cores,
+    pub window: Duration,
+}
+
+/// Requests per second, latency and CPU per request with `connections` connections of `era`
+/// sending requests back to back from `wrk` for the window (after a second of warm-up). In
+/// era 2025-11-25 the harness opens one session per connection first. A call made by the
+/// harness before and after checks the replies are right; `wrk` fails the run on any response
+/// that is not 2xx.
+pub fn load(setup: &LoadSetup<'_>, server: &HttpServer, name: &str, era: Era, connections: usize, runtime: &Runtime) -> Result<LoadFigures> {
+    let sessions = runtime.block_on(async {
+        let mut sessions = Vec::new();
+        if era == Era::Sessions {
+            for _ in 0..connections {
+                let client = Client::open(server.addr, era).await?;
+                sessions.push(client.session.clone().context("a session")?);
+            }
+        }
+        Client::open(server.addr, era).await?.echo().await?;
+        anyhow::Ok(sessions)
+    })?;
+    let script = script(era, &sessions);
+    let url = format!("http://{}/mcp", server.addr);
+    crate::wrk::run(setup.wrk, &url, &script, connections, 1, setup.cores.client).context("warm-up")?;
+    let others = Others::start(&[server.pid()]);
+    let cpu_before = cpu_ns(server.pid())?;
+    let run = crate::wrk::run(setup.wrk, &url, &script, connections, setup.window.as_secs().max(1), setup.cores.client)?;
+    let cpu_after = cpu_ns(server.pid())?;
+    machine::record(format!("HTTP, {name}, {}, {connections} connections", era.label()), others.finish());
+    runtime.block_on(async { Client::open(server.addr, era).await?.echo().await })?;
+    Ok(LoadFigures {
+        requests_per_s: run.requests_per_s,
+        p50_us: run.p50_us,
+        p99_us: run.p99_us,
+        server_cpu_us: (cpu_after - cpu_before) as f64 / 1e3 / run.requests as f64,
+        client_cpu: run.client_cpu,
+    })
+}
+
+/// One HTTP round: both servers running on the server core, each case measured on Paddock then
+/// on native, with `wrk` on the client core.
+pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, setup: &LoadSetup<'_>) -> Result<[HttpFigures; 2]> {
+    let servers = machine::on_core(setup.cores.server, || {
+        Ok([
+            HttpServer::start(paddock, runtime).context("start paddock over HTTP")?,
+            HttpServer::start(native, runtime).context("start native-echo over HTTP")?,
+        ])
+    })?;
     let mut figures: [HttpFigures; 2] = Default::default();
     for (era, connections) in CASES {
-        for (server, figures) in servers.iter().zip(figures.iter_mut()) {
-            let measured = runtime
-                .block_on(load(server.addr, era, connections, window))
-                .with_context(|| format!("{}, {connections} connections; the server's stderr ends:\n{}", era.label(), server.stderr_tail()))?;
+        for ((server, figures), name) in servers.iter().zip(figures.iter_mut()).zip(["paddock", "native"]) {
+            let measured = load(setup, server, name, era, connections, runtime)
+                .with_context(|| format!("{name}, {}, {connections} connections; the server's stderr ends:\n{}", era.label(), server.stderr_tail()))?;
             figures.loads.push(measured);
         }
     }

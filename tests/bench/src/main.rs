@@ -36,12 +36,14 @@ mod http;
 mod large_echo;
 mod live;
 mod load;
+mod machine;
 mod measure;
 mod process;
 mod replicas;
 mod startup;
 mod stdio;
 mod websocket;
+mod wrk;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -80,9 +82,12 @@ struct Args {
     /// Only these sections (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = Section::value_variants().to_vec())]
     only: Vec<Section>,
-    /// Seconds each HTTP load is measured (after a warm-up of a quarter of it).
+    /// Seconds each HTTP load is measured (whole seconds for `wrk`, after one of warm-up).
     #[arg(long, default_value_t = 2.0)]
     http_seconds: f64,
+    /// The `wrk` that loads the HTTP section (default: `wrk` on `PATH`).
+    #[arg(long)]
+    wrk: Option<PathBuf>,
     /// Plugin counts of the start-up section (comma-separated); default 1,20,100 (1,3 with --quick).
     #[arg(long, value_delimiter = ',')]
     startup_plugins: Option<Vec<usize>>,
@@ -272,6 +277,8 @@ fn main() -> Result<()> {
     let live_folder = if run(Section::Live) { Some(live::plugin_folder(&text_wasm, &args.live_plugin)?) } else { None };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let window = Duration::from_secs_f64(args.http_seconds);
+    let cores = machine::Cores::pick()?;
+    let wrk = if run(Section::Http) { Some(wrk::find(args.wrk.as_deref())?) } else { None };
 
     let started = Instant::now();
     let mut stdio_results = Results::<Vec<StdioFigures>>::default();
@@ -283,14 +290,15 @@ fn main() -> Result<()> {
     for number in 1..=args.rounds {
         if run(Section::Stdio) {
             stdio_results.run(Section::Stdio, number, || {
-                stdio_targets.iter().map(|target| stdio::round(target, args.calls).with_context(|| target.name.clone())).collect()
+                stdio_targets.iter().map(|target| stdio::round(target, args.calls, cores).with_context(|| target.name.clone())).collect()
             })?;
         }
         if run(Section::Http) {
-            http_results.run(Section::Http, number, || http::round(&http_commands[0], &http_commands[1], &runtime, window))?;
+            let setup = http::LoadSetup { wrk: wrk.as_deref().context("wrk")?, cores, window };
+            http_results.run(Section::Http, number, || http::round(&http_commands[0], &http_commands[1], &runtime, &setup))?;
         }
         if run(Section::Websocket) {
-            websocket_results.run(Section::Websocket, number, || websocket::round(&http_commands[0], &http_commands[1], &runtime, args.calls))?;
+            websocket_results.run(Section::Websocket, number, || websocket::round(&http_commands[0], &http_commands[1], &runtime, args.calls, cores))?;
         }
         if run(Section::Startup) {
             startup_results.run(Section::Startup, number, || startup::round(&args.paddock, &stdio_targets[1].command, &startup_folders))?;
@@ -328,11 +336,12 @@ fn main() -> Result<()> {
         None
     };
 
+    println!("Machine: {}.\n", machine::describe());
     if run(Section::Stdio) {
-        report_stdio(&args, &stdio_targets, &stdio_results);
+        report_stdio(&args, &stdio_targets, &stdio_results, cores);
     }
     if run(Section::Http) {
-        report_http(&args, &http_results);
+        report_http(&args, &http_results, cores);
     }
     if run(Section::Websocket) {
         report_websocket(&args, &websocket_results, &stdio_results);
@@ -352,8 +361,38 @@ fn main() -> Result<()> {
     if let Some(figures) = &load_figures {
         load::report(figures);
     }
+    report_contamination();
     println!("Whole run: {:.1} s.", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Every measured run with the CPU the rest of the machine used meanwhile.
+fn report_contamination() {
+    let records = machine::records();
+    if records.is_empty() {
+        return;
+    }
+    let contaminated = records.iter().filter(|r| r.others.contaminated()).count();
+    println!(
+        "Contamination record: the CPU other processes used during each measured run (`/proc/PID/stat`; the servers, the load client and the harness excluded), in CPUs; \
+         a run above {:.2} is marked contaminated ({contaminated} of {} runs). Kernel threads (soft interrupts of the loopback traffic among them) are listed apart and mark nothing.",
+        machine::CONTAMINATED_ABOVE,
+        records.len()
+    );
+    println!();
+    println!("| run | other processes | busiest | kernel threads | contaminated |");
+    println!("|---|---:|---|---:|---|");
+    for record in &records {
+        let busiest = record.others.busiest.as_ref().map_or_else(|| "—".to_owned(), |(name, share)| format!("{name} ({share:.2})"));
+        println!(
+            "| {} | {:.2} | {busiest} | {:.2} | {} |",
+            record.run,
+            record.others.processes,
+            record.others.kernel_threads,
+            if record.others.contaminated() { "yes" } else { "no" }
+        );
+    }
+    println!();
 }
 
 fn report_replicas(args: &Args, results: &Results<replicas::ReplicaFigures>) {
@@ -449,7 +488,7 @@ fn stdio_figures() -> Vec<StdioFigure> {
     figures
 }
 
-fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigures>>) {
+fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigures>>, cores: machine::Cores) {
     let figures = stdio_figures();
     let rows: Vec<(String, f64, f64)> = figures
         .iter()
@@ -460,14 +499,33 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
         .collect();
     println!(
         "stdio, `text_echo`: medians of {} interleaved round(s) of {} sequential calls (after {WARM_UP_CALLS} to warm up), once where the scheduler places client and server, \
-         once with the client and the whole server bound to one core (`one core`: no call waits for an idle vCPU to wake); 1-minute load at each round: {}{}",
+         once with the client and the whole server bound to one core (`one core`: no call waits for an idle vCPU to wake); pipelined calls with the server bound to core {} and the client thread to core {}; 1-minute load at each round: {}{}",
         args.rounds,
         args.calls,
+        cores.server,
+        cores.client,
         results.loads(),
         results.took()
     );
     println!();
     comparison_table(&rows);
+    let mut client_bound = Vec::new();
+    for (index, target) in targets.iter().enumerate() {
+        for (depth_index, depth) in DEPTHS.iter().enumerate() {
+            let share = results.median_at(index, |f: &StdioFigures| f.pipelined_client.get(depth_index).copied().unwrap_or(0.0));
+            if share >= machine::CLIENT_BOUND_AT {
+                client_bound.push(format!("{} at {depth} in flight ({:.0}%)", target.name, 100.0 * share));
+            }
+        }
+    }
+    if !client_bound.is_empty() {
+        println!(
+            "The harness's client thread used {:.0}% of its core or more when pipelining to: {}. There the calls per second are the client's limit, not the server's.",
+            100.0 * machine::CLIENT_BOUND_AT,
+            client_bound.join("; ")
+        );
+        println!();
+    }
     let peers = &targets[2..];
     if peers.is_empty() {
         return;
@@ -510,27 +568,56 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
     println!();
 }
 
-fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>) {
+/// How one figure of an HTTP load is read.
+type HttpFigure = fn(&http::LoadFigures) -> f64;
+
+fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>, cores: machine::Cores) {
+    let placement = if cores.shared() {
+        format!("servers and `wrk` share the only core ({})", cores.server)
+    } else {
+        format!("the servers on core {}, `wrk` on core {}", cores.server, cores.client)
+    };
     println!(
-        "HTTP `POST /mcp`, `text_echo`: keep-alive HTTP/1.1 connections each sending requests back to back for {:.1} s (after {:.2} s of warm-up); \
-         2025-11-25 opens one session per connection and reads SSE replies, 2026-07-28 is stateless with JSON replies; medians of {} round(s); 1-minute load at each round: {}{}",
-        args.http_seconds,
-        args.http_seconds / 4.0,
+        "HTTP `POST /mcp`, `text_echo`, load from `wrk` (one thread, keep-alive HTTP/1.1 connections sending requests back to back) for {} s after 1 s of warm-up, {placement}; \
+         2025-11-25 sends each request in one of as many sessions as connections and reads SSE replies, 2026-07-28 is stateless with JSON replies; server CPU per request is every server thread's CPU over the run; \
+         medians of {} round(s); 1-minute load at each round: {}{}",
+        (args.http_seconds as u64).max(1),
         args.rounds,
         results.loads(),
         results.took()
     );
     println!();
     let mut rows = Vec::new();
+    let mut client_bound = Vec::new();
     for (index, (era, connections)) in CASES.iter().enumerate() {
         let pick = |figure: fn(&http::LoadFigures) -> f64| results.medians(|r| figure(&r.loads[index]));
-        for (what, figure) in [("requests/s", (|f| f.requests_per_s) as fn(&http::LoadFigures) -> f64), ("p50 (µs)", |f| f.p50_us), ("p99 (µs)", |f| f.p99_us)]
-        {
+        let figures: [(&str, HttpFigure); 5] = [
+            ("requests/s", |f| f.requests_per_s),
+            ("p50 (µs)", |f| f.p50_us),
+            ("p99 (µs)", |f| f.p99_us),
+            ("server CPU per request (µs)", |f| f.server_cpu_us),
+            ("`wrk`'s share of its core (%)", |f| 100.0 * f.client_cpu),
+        ];
+        for (what, figure) in figures {
             let (paddock, native) = pick(figure);
             rows.push((format!("{}, {connections} connections, {what}", era.label()), paddock, native));
         }
+        let (paddock, native) = pick(|f| f.client_cpu);
+        for (name, share) in [("paddock", paddock), ("native", native)] {
+            if share >= machine::CLIENT_BOUND_AT {
+                client_bound.push(format!("{name}, {}, {connections} connections ({:.0}%)", era.label(), 100.0 * share));
+            }
+        }
     }
     comparison_table(&rows);
+    if !client_bound.is_empty() {
+        println!(
+            "`wrk` used {:.0}% of its core or more in: {}. There the requests per second are the client's limit, not the server's: the server's own figure is its CPU per request.",
+            100.0 * machine::CLIENT_BOUND_AT,
+            client_bound.join("; ")
+        );
+        println!();
+    }
 }
 
 fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio_results: &Results<Vec<StdioFigures>>) {

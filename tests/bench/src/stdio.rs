@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu, sched_setaffinity};
 
+use crate::machine::{self, Cores, Others};
+
 use crate::measure::{cpu_ns, micros, millis, p50_p99, peak_rss_mb};
 use crate::process::{Process, Progress, StderrLog, WAIT};
 
@@ -109,8 +111,11 @@ pub struct StdioFigures {
     pub sequential: Sequential,
     /// Sequential calls with the client thread and every server thread on one core.
     pub one_core: Sequential,
-    /// Calls per second at each of [`DEPTHS`]; NaN where a peer failed.
+    /// Calls per second at each of [`DEPTHS`], the server bound to one core and the client
+    /// thread to another; NaN where a peer failed.
     pub pipelined: Vec<f64>,
+    /// The client thread's share of its core at each depth (1.0: the rate is its limit).
+    pub pipelined_client: Vec<f64>,
     pub peak_rss_mb: f64,
 }
 
@@ -273,39 +278,60 @@ pub fn pipelined(server: &mut StdioServer, tool: &str, depth: usize, calls: usiz
     Ok(calls as f64 / started.elapsed().as_secs_f64())
 }
 
-/// One stdio round of `target`: a server where the scheduler places it (start, sequential calls,
-/// pipelined calls, peak RSS), then another on the bench's core for the sequential calls.
-pub fn round(target: &Target, calls: usize) -> Result<StdioFigures> {
+/// One stdio round of `target`: a server where the scheduler places it (start, sequential
+/// calls), one bound to the server core with the client thread on the client core (pipelined
+/// calls, peak RSS), then one on the bench's core for the sequential calls.
+pub fn round(target: &Target, calls: usize, cores: Cores) -> Result<StdioFigures> {
     let (mut server, init) = StdioServer::start(&target.command, target.silence_limit())?;
     let mut figures = StdioFigures { init_ms: millis(init), ..StdioFigures::default() };
     figures.sequential = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls", target.name))?;
+    target.stop(server)?;
+    let (mut server, _) = machine::on_core(cores.server, || StdioServer::start(&target.command, target.silence_limit()))?;
     let mut next_id = 1_000_000;
     // Read before each depth too: a peer that hangs is killed, and its peak is then the last read.
     let mut peak_rss = peak_rss_mb(server.pid())?;
-    for depth in DEPTHS {
-        let total = (calls * 2).max(depth * 4);
-        match pipelined(&mut server, &target.tool, depth, total, next_id) {
-            Ok(rate) => {
-                figures.pipelined.push(rate);
-                peak_rss = peak_rss_mb(server.pid())?;
+    machine::on_core(cores.client, || {
+        for depth in DEPTHS {
+            let total = (calls * 2).max(depth * 4);
+            let others = Others::start(&[server.pid()]);
+            let client_before = thread_cpu_ns();
+            let started = Instant::now();
+            let rate = pipelined(&mut server, &target.tool, depth, total, next_id);
+            let client = (thread_cpu_ns() - client_before) as f64 / 1e9 / started.elapsed().as_secs_f64();
+            machine::record(format!("stdio, {}, {depth} in flight", target.name), others.finish());
+            match rate {
+                Ok(rate) => {
+                    figures.pipelined.push(rate);
+                    figures.pipelined_client.push(client);
+                    peak_rss = peak_rss_mb(server.pid())?;
+                }
+                // A peer that fails a depth is reported as failing it (and every deeper one).
+                Err(err) if target.role == Role::Peer => {
+                    eprintln!("paddock-bench: {} failed with {depth} calls in flight: {err:#}", target.name);
+                    figures.pipelined.resize(DEPTHS.len(), f64::NAN);
+                    figures.pipelined_client.resize(DEPTHS.len(), f64::NAN);
+                    break;
+                }
+                Err(err) => return Err(err.context(format!("{}: {depth} in flight", target.name))),
             }
-            // A peer that fails a depth is reported as failing it (and every deeper one).
-            Err(err) if target.role == Role::Peer => {
-                eprintln!("paddock-bench: {} failed with {depth} calls in flight: {err:#}", target.name);
-                figures.pipelined.resize(DEPTHS.len(), f64::NAN);
-                break;
-            }
-            Err(err) => return Err(err.context(format!("{}: {depth} in flight", target.name))),
+            next_id += total;
         }
-        next_id += total;
-    }
+        Ok(())
+    })?;
     figures.peak_rss_mb = peak_rss;
     target.stop(server)?;
     figures.one_core = on_one_core(|| {
         let (mut server, _) = StdioServer::start(&target.command, target.silence_limit())?;
+        let others = Others::start(&[server.pid()]);
         let figures = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls on one core", target.name))?;
+        machine::record(format!("stdio, {}, one core, sequential", target.name), others.finish());
         target.stop(server)?;
         Ok(figures)
     })?;
     Ok(figures)
+}
+
+/// Nanoseconds the calling thread has spent on a CPU.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }

@@ -16,6 +16,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::http::HttpServer;
+use crate::machine::{self, Cores, Others, ProcessOnCore};
 use crate::measure::{micros, p50_p99};
 use crate::process::WAIT;
 use crate::stdio::{INITIALIZE, INITIALIZED, echo_call};
@@ -106,13 +107,18 @@ async fn measure(addr: SocketAddr, calls: usize) -> Result<WebSocketFigures> {
     Ok(WebSocketFigures { calls_per_s, seq_p50_us, seq_p99_us })
 }
 
-/// One WebSocket round: Paddock, then native, each on a fresh HTTP server.
-pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, calls: usize) -> Result<[WebSocketFigures; 2]> {
+/// One WebSocket round: Paddock, then native, each on a fresh HTTP server bound to the server
+/// core, with the harness (the client) bound to the client core while it measures.
+pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, calls: usize, cores: Cores) -> Result<[WebSocketFigures; 2]> {
     let mut figures: [WebSocketFigures; 2] = Default::default();
     for ((name, command), figures) in [("paddock", paddock), ("native-echo", native)].into_iter().zip(figures.iter_mut()) {
-        let server = HttpServer::start(command, runtime).with_context(|| format!("start {name} over HTTP"))?;
-        *figures =
-            runtime.block_on(measure(server.addr, calls)).with_context(|| format!("{name} over WebSocket; its stderr ends:\n{}", server.stderr_tail()))?;
+        let server = machine::on_core(cores.server, || HttpServer::start(command, runtime).with_context(|| format!("start {name} over HTTP")))?;
+        let others = Others::start(&[server.pid()]);
+        let bound = ProcessOnCore::bind(cores.client)?;
+        let measured = runtime.block_on(measure(server.addr, calls));
+        drop(bound);
+        machine::record(format!("WebSocket, {name}"), others.finish());
+        *figures = measured.with_context(|| format!("{name} over WebSocket; its stderr ends:\n{}", server.stderr_tail()))?;
         server.stop()?;
     }
     Ok(figures)
