@@ -65,7 +65,9 @@ impl Principal {
 
     /// Whoever reaches an HTTP listener that authenticates nobody.
     pub fn anonymous() -> Principal {
-        Principal::new(ANONYMOUS_ISSUER, "", Vec::new())
+        // Built once: every request of an open listener is served for it.
+        static ANONYMOUS: std::sync::LazyLock<Principal> = std::sync::LazyLock::new(|| Principal::new(ANONYMOUS_ISSUER, "", Vec::new()));
+        ANONYMOUS.clone()
     }
 
     pub fn issuer(&self) -> &str {

@@ -289,9 +289,10 @@ pub(crate) fn request_context(request: &RequestContext) -> Result<wx::RequestCon
             RequestEra::Session => wx::Era::Session,
             RequestEra::Stateless => wx::Era::Stateless,
         },
-        client_capabilities: Value::Object(request.client_capabilities.clone()).to_string(),
+        // Serialized where they are: a map of JSON values always serializes.
+        client_capabilities: map_text(&request.client_capabilities),
         client_info: request.client_info.as_ref().map(|c| wx::ClientInfo { name: c.name.clone(), version: c.version.clone(), title: c.title.clone() }),
-        meta: Value::Object(request.meta.clone()).to_string(),
+        meta: map_text(&request.meta),
         has_progress_token: request.has_progress_token,
         trace: wx::TraceContext {
             traceparent: request.trace.traceparent.clone(),
@@ -302,6 +303,11 @@ pub(crate) fn request_context(request: &RequestContext) -> Result<wx::RequestCon
         input_responses,
         state: request.state.clone(),
     })
+}
+
+/// A JSON object's text, written from the map itself (no copy of it as a `Value`).
+fn map_text(object: &serde_json::Map<String, Value>) -> String {
+    serde_json::to_string(object).unwrap_or_else(|_| "{}".to_owned())
 }
 
 fn response(r: &InputResponse) -> Result<wi::InputResponseKind, BadAnswer> {

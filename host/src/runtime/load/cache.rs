@@ -35,6 +35,7 @@
 
 mod collect;
 mod known_files;
+mod later;
 
 use known_files::Fact;
 pub(crate) use known_files::FileIdentity;
@@ -322,13 +323,35 @@ impl Cache {
             return Ok((component, CacheOutcome::Uncached));
         }
         drop(code);
+        let written = std::time::SystemTime::now();
         // The fresh artifact is loaded through the same verification and mapping as a stored
         // one, so one audited path is the only way native code gets loaded, and a fresh start
         // holds its code in the same shared file pages as a warm one.
         match self.load(engine, wasm_digest, &name) {
-            Ok(Some(component)) => Ok((component, outcome)),
+            Ok(Some(component)) => {
+                // Too fresh for its check to be recorded now: checked again once settled, so the
+                // next start reads a record instead of the whole artifact.
+                let (cache, digest) = (self.clone(), *wasm_digest);
+                later::once_settled(written + known_files::SETTLED, move || cache.check_settled(&name, &digest));
+                Ok((component, outcome))
+            }
             Ok(None) => Err(wasmtime::Error::msg("the compiled plugin vanished from the cache as it was stored")),
             Err(why) => Err(wasmtime::Error::new(why)),
+        }
+    }
+
+    /// Checks the stored artifact `name` in full once more, which records the check when the
+    /// file has settled. One that fails now was changed after it was written: it is removed, so
+    /// the next start compiles again.
+    fn check_settled(&self, name: &str, wasm_digest: &[u8; 32]) {
+        let Ok(Opened::Found(file, info)) = self.handle.open_file(name) else { return };
+        let checked = match exposure(Role::Artifact, &info, self.handle.euid()) {
+            Some(_) => Err(Unusable::NotAFile),
+            None if info.len > MAX_ARTIFACT_BYTES => Err(Unusable::TooLarge),
+            None => self.verify(&file, &info, wasm_digest).map(|_| ()),
+        };
+        if let Err(why) = checked {
+            self.discard(name, &why);
         }
     }
 
@@ -737,6 +760,26 @@ mod tests {
         let mut appended = stored.clone();
         appended.push(0);
         assert!(matches!(rejected(&cache, &wasm, &appended), Unusable::NoTrailer), "a byte after the trailer");
+    }
+
+    #[test]
+    fn a_fresh_artifact_is_checked_again_once_settled_so_the_next_start_reads_only_its_record() {
+        let (tmp, engine, cache, _, _) = cache_and_two_plugins();
+        // The empty component: its header alone.
+        let bytes = b"\0asm\x0d\x00\x01\x00";
+        let digest: [u8; 32] = blake3::hash(bytes).into();
+        cache.compile_and_store(&engine, bytes, &digest, CacheOutcome::Compiled).expect("compiled and stored");
+        let file = std::fs::File::open(tmp.path().join("cache").join(cache.file_name(&digest))).expect("open");
+        let identity = os::info(&file).expect("info").identity.expect("an identity on unix");
+        let fact = Fact::VerifiedArtifact { wasm_digest: &digest };
+        assert_eq!(cache.recall(fact, &identity), None, "too fresh to be recorded when stored");
+        // Nothing here reads the artifact: only the background check can record it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while cache.recall(fact, &identity).is_none() {
+            assert!(std::time::Instant::now() < deadline, "the settled artifact's check was never recorded");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(cache.verify(&file, &os::info(&file).expect("info"), &digest).expect("valid"), Verified::Recalled);
     }
 
     #[test]

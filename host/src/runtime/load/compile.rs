@@ -165,7 +165,10 @@ fn identify(cache: Option<&Cache>, path: &Path) -> Result<([u8; 32], Option<File
     classify(&header)?;
     let digest: [u8; 32] = hasher.finalize().into();
     if let (Some(cache), Some(identity)) = (cache, &identity) {
-        cache.remember_digest(identity, &digest, hashing_began);
+        let (again, path) = (cache.clone(), path.to_path_buf());
+        cache.remember_digest(identity, &digest, hashing_began, move || {
+            let _ = identify(Some(&again), &path);
+        });
     }
     Ok((digest, identity))
 }
@@ -268,6 +271,22 @@ mod tests {
         (runtime, path)
     }
 
+    #[test]
+    fn a_file_hashed_before_it_settled_is_hashed_again_once_settled_and_recorded() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (runtime, path) = runtime_and_file(dir.path(), b"\0asm\x0d\x00\x01\x00 a component header, then anything");
+        let cache = runtime.cache.clone().expect("a cache");
+        let (digest, identity) = identify(Some(&cache), &path).expect("hashed");
+        let identity = identity.expect("an identity on unix");
+        assert_eq!(cache.known_digest(&identity), None, "a file changed a moment ago is not recorded");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while cache.known_digest(&identity).is_none() {
+            assert!(std::time::Instant::now() < deadline, "the settled file was never recorded");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(cache.known_digest(&identity), Some(digest));
+    }
+
     #[tokio::test]
     async fn a_file_with_a_record_is_not_read_and_a_record_that_lies_is_dropped() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -281,7 +300,7 @@ mod tests {
         // here it names a digest the content does not have, which only reading would show.
         let later = SystemTime::now() + Duration::from_secs(60);
         let planted = [7u8; 32];
-        cache.remember_digest(&identity, &planted, later);
+        cache.remember_digest(&identity, &planted, later, || ());
         assert_eq!(identify(Some(&cache), &path).expect("known").0, planted);
         // Compiling reads the file, finds other content, refuses it, and drops the record.
         let refused = Compiles::new().component(&runtime, &path).await.expect_err("the content is not the recorded one");
@@ -290,7 +309,7 @@ mod tests {
         assert_eq!(identify(Some(&cache), &path).expect("hashed again").0, digest);
 
         // A file written again has another identity: its record, if any, is not this one's.
-        cache.remember_digest(&identity, &digest, later);
+        cache.remember_digest(&identity, &digest, later, || ());
         std::fs::write(&path, b"\0asm\x0d\x00\x01\x00 other content").expect("rewrite");
         let (rewritten, new_identity) = identify(Some(&cache), &path).expect("hashed");
         assert_ne!(new_identity, Some(identity));

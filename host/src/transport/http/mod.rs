@@ -266,7 +266,7 @@ impl HttpListener {
     /// get the grace period, streams are closed, and every connection is told to close.
     pub async fn run(self, stop: CancellationToken) {
         let HttpListener { listener, shared } = self;
-        let routes = routes(Arc::clone(&shared));
+        let entry = Entry::new(Arc::clone(&shared));
         let health_routes = health_routes(Arc::clone(&shared));
         let reaper = tokio::spawn(sessions::reap(Arc::clone(&shared)));
         let slots = Arc::new(Semaphore::new(shared.options.limits.max_connections.max(1)));
@@ -320,7 +320,8 @@ impl HttpListener {
                     // A health check: a short deadline for its head, one request, then closed.
                     let mut http = hyper::server::conn::http1::Builder::new();
                     http.max_buf_size(8192).max_headers(32).keep_alive(false).header_read_timeout(HEALTH_HEAD_TIMEOUT);
-                    connections.serve(socket, peer, health_routes.clone(), http, permit, "a health-check connection");
+                    let service = hyper_util::service::TowerToHyperService::new(health_routes.clone().layer(axum::Extension(guard::Peer(peer))));
+                    connections.serve(socket, peer, service, http, permit, "a health-check connection");
                     continue;
                 }
                 Err(None) => continue,
@@ -329,7 +330,7 @@ impl HttpListener {
             let held = ConnectionHeld(Arc::new(held));
             let mut http = hyper::server::conn::http1::Builder::new();
             http.max_buf_size(shared.options.limits.max_head.max(8192)).max_headers(100).header_read_timeout(shared.options.limits.head_timeout);
-            connections.serve(socket, peer, routes.clone().layer(axum::Extension(held.clone())), http, held, "connection");
+            connections.serve(socket, peer, entry.connection(peer, held.clone()), http, held, "connection");
         }
         drop(listener);
         tracing::info!("shutting down: no new connections; in-flight calls may finish");
@@ -414,18 +415,22 @@ struct Connections {
 }
 
 impl Connections {
-    /// Serves one accepted connection with `routes` (told its peer) under `http`, keeping
-    /// `held` (its slot, and its client's share) until it ends; `what` names it in the log.
-    fn serve(
+    /// Serves one accepted connection with `service` under `http`, keeping `held` (its slot,
+    /// and its client's share) until it ends; `what` names it in the log.
+    fn serve<S>(
         &self,
         socket: tokio::net::TcpStream,
         peer: SocketAddr,
-        routes: Routes,
+        service: S,
         mut http: hyper::server::conn::http1::Builder,
         held: impl Send + 'static,
         what: &'static str,
-    ) {
-        let service = hyper_util::service::TowerToHyperService::new(routes.layer(axum::Extension(guard::Peer(peer))));
+    ) where
+        S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = axum::response::Response, Error = std::convert::Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
         http.timer(hyper_util::rt::TokioTimer::new());
         let close = self.close.clone();
         self.tracker.spawn(async move {
@@ -458,8 +463,8 @@ fn health_routes(shared: Arc<Shared>) -> Routes {
         .with_state(shared)
 }
 
+/// The routes of a connection, without layers: what every request passes first is `Entry`'s.
 fn routes(shared: Arc<Shared>) -> Routes {
-    let max_body = shared.options.limits.max_body;
     Routes::new()
         .route("/mcp", post(streamable::post).get(streamable::get).delete(streamable::delete))
         .route("/sse", get(legacy_sse::open))
@@ -469,30 +474,76 @@ fn routes(shared: Arc<Shared>) -> Routes {
         .route("/readyz", get(readyz))
         .route(resource::METADATA_PATH, get(resource::metadata))
         .route(&format!("{}/mcp", resource::METADATA_PATH), get(resource::metadata))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), admit))
-        .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
 }
 
-/// What every request passes before its handler, in one layer: its client is named
+/// How a connection's requests reach the routes: each request is told its connection (the
+/// peer, what the connection holds) and passes `admit`, then the routes, under the body limit.
+/// A plain function of the request, not layers on the router: a layer on a `Router` wraps every
+/// route in a boxed service of its own, cloned (allocated) on every request.
+#[derive(Clone)]
+struct Entry {
+    shared: Arc<Shared>,
+    routes: <DefaultBodyLimit as tower::Layer<Routes>>::Service,
+}
+
+impl Entry {
+    fn new(shared: Arc<Shared>) -> Entry {
+        let routes = tower::Layer::layer(&DefaultBodyLimit::max(shared.options.limits.max_body), routes(Arc::clone(&shared)));
+        Entry { shared, routes }
+    }
+
+    /// The service of one connection from `peer`, which holds `held`.
+    fn connection(
+        &self,
+        peer: SocketAddr,
+        held: ConnectionHeld,
+    ) -> impl hyper::service::Service<
+        hyper::Request<hyper::body::Incoming>,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future = impl std::future::Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send + 'static,
+    > + Send
+    + 'static {
+        let entry = self.clone();
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let mut request = request.map(axum::body::Body::new);
+            request.extensions_mut().insert(guard::Peer(peer));
+            request.extensions_mut().insert(held.clone());
+            let entry = entry.clone();
+            async move { Ok(admit(&entry.shared, request, entry.routes).await) }
+        })
+    }
+}
+
+/// What every request passes before its handler, in one step: its client is named
 /// (`peers.rs`), the guard lets it through (`guard.rs`), and its body is read whole
-/// (`body.rs`).
-async fn admit(State(shared): State<Arc<Shared>>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    if let Err(refusal) = forward::check_hop(&shared, &mut request) {
+/// (`body.rs`); then `routes` answer it.
+async fn admit<S>(shared: &Shared, mut request: axum::extract::Request, routes: S) -> axum::response::Response
+where
+    S: tower::Service<axum::extract::Request, Response = axum::response::Response, Error = std::convert::Infallible>,
+{
+    if let Err(refusal) = forward::check_hop(shared, &mut request) {
         return refusal;
     }
-    peers::identify(&shared, &mut request);
-    match guard::admit(&shared, &mut request).await {
+    peers::identify(shared, &mut request);
+    match guard::admit(shared, &mut request).await {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
         }
         Err(refusal) => return refusal,
     }
-    match body::read_whole(&shared, request).await {
+    match body::read_whole(shared, request).await {
         Ok((request, held)) => {
             // The body's charge lasts until the handler has answered: its parse is paid for.
             let path = request.uri().path().to_owned();
-            let response = guarded(&path, next.run(request)).await;
+            let response = guarded(&path, async move {
+                match tower::ServiceExt::oneshot(routes, request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            })
+            .await;
             drop(held);
             response
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 use super::{Cache, Durability, Opened, Role, exposure, hex, os};
 
 /// How old a file's ctime must be when its reading begins for a fact about it to be recorded.
-const SETTLED: Duration = Duration::from_secs(2);
+pub(super) const SETTLED: Duration = Duration::from_secs(2);
 /// Separates this use of the cache key from its others.
 const RECORD_DOMAIN: &[u8] = b"paddock known file, format 2\0";
 /// A record: the value, then its tag.
@@ -82,9 +82,13 @@ impl FileIdentity {
 
     /// Whether the file's ctime was at least `SETTLED` old at `reading_began`.
     fn settled(&self, reading_began: SystemTime) -> bool {
-        let (Ok(seconds), Ok(nanos)) = (u64::try_from(self.changed.0), u32::try_from(self.changed.1)) else { return false };
-        let changed = SystemTime::UNIX_EPOCH + Duration::new(seconds, nanos);
-        reading_began.duration_since(changed).is_ok_and(|age| age >= SETTLED)
+        self.settles_at().is_some_and(|settles_at| reading_began >= settles_at)
+    }
+
+    /// When the file's ctime will be `SETTLED` old.
+    fn settles_at(&self) -> Option<SystemTime> {
+        let (Ok(seconds), Ok(nanos)) = (u64::try_from(self.changed.0), u32::try_from(self.changed.1)) else { return None };
+        Some(SystemTime::UNIX_EPOCH + Duration::new(seconds, nanos) + SETTLED)
     }
 }
 
@@ -95,9 +99,13 @@ impl Cache {
     }
 
     /// Records the digest of a plugin file hashed from `hashing_began` on, if its ctime was
-    /// settled by then.
-    pub(crate) fn remember_digest(&self, identity: &FileIdentity, digest: &[u8; 32], hashing_began: SystemTime) {
-        self.remember(Fact::PluginDigest, identity, digest, hashing_began);
+    /// settled by then; if not, runs `again` (which hashes it again) once it has settled.
+    pub(crate) fn remember_digest(&self, identity: &FileIdentity, digest: &[u8; 32], hashing_began: SystemTime, again: impl FnOnce() + Send + 'static) {
+        if identity.settled(hashing_began) {
+            self.remember(Fact::PluginDigest, identity, digest, hashing_began);
+        } else if let Some(settles_at) = identity.settles_at() {
+            super::later::once_settled(settles_at, again);
+        }
     }
 
     /// Drops the digest recorded for a plugin file with this identity.
@@ -223,7 +231,7 @@ mod tests {
         let cache = cache(&dir.path().join("cache"));
         let digest = [9u8; 32];
         let recorded = identity(1_000);
-        cache.remember_digest(&recorded, &digest, at(1_003));
+        cache.remember_digest(&recorded, &digest, at(1_003), || ());
         assert_eq!(cache.known_digest(&recorded), Some(digest));
         // Any field of the identity changed: unknown.
         for other in [
@@ -237,9 +245,9 @@ mod tests {
         }
         // Changed less than `SETTLED` before hashing began, or after it: never recorded.
         let fresh = identity(2_000);
-        cache.remember_digest(&fresh, &digest, at(2_001));
+        cache.remember_digest(&fresh, &digest, at(2_001), || ());
         assert_eq!(cache.known_digest(&fresh), None);
-        cache.remember_digest(&fresh, &digest, at(1_990));
+        cache.remember_digest(&fresh, &digest, at(1_990), || ());
         assert_eq!(cache.known_digest(&fresh), None);
         cache.forget_digest(&recorded);
         assert_eq!(cache.known_digest(&recorded), None);
@@ -250,7 +258,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let (first, second) = (cache(&dir.path().join("a")), cache(&dir.path().join("b")));
         let recorded = identity(1_000);
-        first.remember_digest(&recorded, &[1u8; 32], at(1_010));
+        first.remember_digest(&recorded, &[1u8; 32], at(1_010), || ());
         let name = first.record_name(Fact::PluginDigest, &recorded);
         let path = dir.path().join("a").join(&name);
         let original = std::fs::read(&path).expect("a record");
@@ -263,7 +271,7 @@ mod tests {
             assert!(!path.exists(), "an invalid record is removed");
         }
         // Another cache's key: its record, copied over, names another digest under another tag.
-        second.remember_digest(&recorded, &[2u8; 32], at(1_010));
+        second.remember_digest(&recorded, &[2u8; 32], at(1_010), || ());
         std::fs::copy(dir.path().join("b").join(second.record_name(Fact::PluginDigest, &recorded)), &path).expect("copy");
         assert_eq!(first.known_digest(&recorded), None);
         // A record cut short.
@@ -285,7 +293,7 @@ mod tests {
         other_engine.engine_digest[0] ^= 1;
         assert_eq!(other_engine.recall(verified(&wasm), &file), None, "an artifact vouched for another engine");
         assert_eq!(cache.known_digest(&file), None, "a verified artifact is not a plugin digest");
-        cache.remember_digest(&file, &[8u8; 32], at(1_010));
+        cache.remember_digest(&file, &[8u8; 32], at(1_010), || ());
         assert_eq!(cache.known_digest(&file), Some([8u8; 32]));
         assert_eq!(cache.recall(verified(&wasm), &file), Some([7u8; 32]), "each fact keeps its own record");
     }

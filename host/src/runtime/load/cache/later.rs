@@ -1,0 +1,46 @@
+//! Checks made again once a file has settled. A fact about a file read while its change time
+//! was still newer than `SETTLED` is not recorded (the file could be racily clean), so the next
+//! start would read the whole file again: right after a compile, that is every plugin file and
+//! every artifact. One background thread waits until each such file has settled, reads it
+//! again, and so records the fact; the next start reads only the records.
+
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::{Duration, SystemTime};
+
+/// Checks waiting at once; more are dropped (their files are read again by the next start).
+const QUEUE: usize = 4096;
+/// Beyond `SETTLED`, for clocks that tick coarsely.
+const MARGIN: Duration = Duration::from_millis(50);
+
+type Work = Box<dyn FnOnce() + Send>;
+
+static JOBS: OnceLock<Option<SyncSender<(SystemTime, Work)>>> = OnceLock::new();
+
+/// Runs `work` on the background thread once `settles_at` (plus a margin) has passed. Best
+/// effort: with the queue full, or no thread, nothing runs and the next start reads the file.
+pub(super) fn once_settled(settles_at: SystemTime, work: impl FnOnce() + Send + 'static) {
+    let jobs = JOBS.get_or_init(|| {
+        let (sender, receiver) = sync_channel(QUEUE);
+        match std::thread::Builder::new().name("paddock-settled".to_owned()).spawn(move || run(receiver)) {
+            Ok(_) => Some(sender),
+            Err(err) => {
+                tracing::debug!(error = %err, "cannot start the thread that records settled files; later starts read them again");
+                None
+            }
+        }
+    });
+    if let Some(jobs) = jobs {
+        let _ = jobs.try_send((settles_at + MARGIN, Box::new(work)));
+    }
+}
+
+fn run(jobs: Receiver<(SystemTime, Work)>) {
+    // Files settle in the order they were written, which is the order they are queued in.
+    while let Ok((due, work)) = jobs.recv() {
+        if let Ok(wait) = due.duration_since(SystemTime::now()) {
+            std::thread::sleep(wait);
+        }
+        work();
+    }
+}
