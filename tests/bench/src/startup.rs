@@ -7,9 +7,13 @@
 //! - the folders are made once, before the first round; the cold start records each plugin
 //!   file's digest only if the file was already settled: true of a real plugins folder and of
 //!   every round of a full run, but not of the first round of `--only startup`;
-//! - the warm start begins once the artifacts the cold start wrote are settled ([`SETTLED`]): it
-//!   verifies every artifact in full, and records it, the first start after any compile;
-//! - the warm-again start is every later start of an unchanged folder: nothing is read in full.
+//! - a file read before it settled is read again in the background once it has, which records
+//!   it: the cold start's server is kept running until its cache folder holds a record for
+//!   every plugin file and every artifact ([`RECORDS_WAIT`] at most), as a server that goes on
+//!   serving would;
+//! - the warm start, the first after a compile, begins once the artifacts are settled
+//!   ([`SETTLED`]) and finds those records; the warm-again start is any later start of an
+//!   unchanged folder. Neither reads a plugin or an artifact in full.
 //!
 //! Each plugin is a copy of one sample component made distinct by a WebAssembly custom section
 //! appended at its end (name `paddock-bench`, payload the copy's index), so its content hash
@@ -37,6 +41,9 @@ use crate::stdio::StdioServer;
 /// How old the host wants a file before it records what it read in it (`SETTLED` in the host's
 /// `cache::known_files`), with a margin.
 const SETTLED: Duration = Duration::from_millis(2_100);
+/// How long a cold start's server is given to record every file it read (in the background,
+/// once the files settled).
+const RECORDS_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a server is left idle before its idle RSS is read.
 const SETTLE: Duration = Duration::from_millis(200);
@@ -152,8 +159,14 @@ fn list_tools(server: &mut StdioServer) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// One start of `command`; with `plugins`, every copy `p0`…`p<plugins-1>` must be served.
-fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
+/// The records (`*.known`) in a cache folder.
+fn records(cache: &Path) -> usize {
+    std::fs::read_dir(cache).map(|entries| entries.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".known")).count()).unwrap_or(0)
+}
+
+/// One start of `command`; with `plugins`, every copy `p0`…`p<plugins-1>` must be served. With
+/// `records`, the server is stopped only once that cache folder holds that many records.
+fn start(command: &[String], plugins: Option<usize>, records_in: Option<(&Path, usize)>) -> Result<StartFigures> {
     // A cold start compiles every plugin: allow for it beyond the usual wait.
     let limit = WAIT + Duration::from_secs(2) * plugins.unwrap_or(0) as u32;
     let (mut server, init) = StdioServer::start(command, limit)?;
@@ -178,6 +191,13 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
     let calls = crate::stdio::sequential(&mut server, crate::stdio::ECHO_TOOL, CALLS, 2_000_000).context("`text_echo` calls after the start")?;
     (figures.call_p50_us, figures.call_cpu_us) = (calls.p50_us, calls.cpu_per_call_us);
     figures.progress_lines = server.stderr().count_containing("compiling plugins: ");
+    if let Some((cache, expected)) = records_in {
+        let deadline = Instant::now() + RECORDS_WAIT;
+        while records(cache) < expected {
+            ensure!(Instant::now() < deadline, "the cold start recorded {} of {expected} files within {RECORDS_WAIT:?}", records(cache));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     server.stop()?;
     figures.since_reply_s = replied.elapsed().as_secs_f64();
     Ok(figures)
@@ -186,17 +206,18 @@ fn start(command: &[String], plugins: Option<usize>) -> Result<StartFigures> {
 /// One start-up round: native's reference, then per entry of `counts` Paddock's cold, warm and
 /// warm-again starts (`paddock serve FOLDER --cache-dir CACHE`) on its folder from `folders`.
 pub fn round(paddock: &Path, native: &[String], folders: &[(usize, tempfile::TempDir)]) -> Result<StartupFigures> {
-    let mut figures = StartupFigures { native: start(native, None).context("native-echo start")?, paddock: Vec::new() };
+    let mut figures = StartupFigures { native: start(native, None, None).context("native-echo start")?, paddock: Vec::new() };
     for (count, folder) in folders {
         let cache = tempfile::Builder::new().prefix("paddock-bench-cache-").tempdir()?;
         let command =
             [paddock.display().to_string(), "serve".into(), folder.path().display().to_string(), "--cache-dir".into(), cache.path().display().to_string()];
-        let cold = start(&command, Some(*count)).with_context(|| format!("cold start with {count} plugins"))?;
+        // A digest record and an artifact record for each copy and for `text.wasm`.
+        let cold = start(&command, Some(*count), Some((cache.path(), 2 * (count + 1)))).with_context(|| format!("cold start with {count} plugins"))?;
         // The cold start wrote its artifacts before its `initialize` reply.
         let compiled = Instant::now() - Duration::from_secs_f64(cold.since_reply_s);
         std::thread::sleep(SETTLED.saturating_sub(compiled.elapsed()));
-        let warm = start(&command, Some(*count)).with_context(|| format!("warm start with {count} plugins"))?;
-        let warm_again = start(&command, Some(*count)).with_context(|| format!("second warm start with {count} plugins"))?;
+        let warm = start(&command, Some(*count), None).with_context(|| format!("warm start with {count} plugins"))?;
+        let warm_again = start(&command, Some(*count), None).with_context(|| format!("second warm start with {count} plugins"))?;
         figures.paddock.push(CacheStarts { cold, warm, warm_again });
     }
     Ok(figures)
