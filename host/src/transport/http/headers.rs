@@ -95,7 +95,7 @@ fn check_params(headers: &HeaderMap, declared: &[HeaderParam], arguments: Option
 }
 
 /// A header's value, trimmed and decoded from the base64 form; `None` when absent.
-fn header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ErrorObject> {
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<std::borrow::Cow<'h, str>>, ErrorObject> {
     let mut values = headers.get_all(name).iter();
     let Some(value) = values.next() else { return Ok(None) };
     if values.next().is_some() {
@@ -105,9 +105,9 @@ fn header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ErrorObject
     match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
         Some(encoded) => {
             let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|_| mismatch(format!("the `{name}` header is not valid base64")))?;
-            String::from_utf8(bytes).map(Some).map_err(|_| mismatch(format!("the `{name}` header does not decode to UTF-8")))
+            String::from_utf8(bytes).map(|text| Some(text.into())).map_err(|_| mismatch(format!("the `{name}` header does not decode to UTF-8")))
         }
-        None => Ok(Some(text.to_owned())),
+        None => Ok(Some(text.into())),
     }
 }
 

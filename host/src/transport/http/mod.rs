@@ -618,12 +618,13 @@ impl Accepts {
         let Some(accept) = headers.get(axum::http::header::ACCEPT).and_then(|a| a.to_str().ok()) else {
             return Accepts { json: true, sse: true };
         };
-        let types: Vec<String> = accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
-        let any = types.iter().any(|t| t == "*/*");
-        Accepts {
-            json: any || types.iter().any(|t| t == "application/json" || t == "application/*"),
-            sse: any || types.iter().any(|t| t == "text/event-stream" || t == "text/*"),
+        let mut accepts = Accepts { json: false, sse: false };
+        for media in accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim()) {
+            let is = |name: &str| media.eq_ignore_ascii_case(name);
+            accepts.json |= is("*/*") || is("application/json") || is("application/*");
+            accepts.sse |= is("*/*") || is("text/event-stream") || is("text/*");
         }
+        accepts
     }
 }
 
