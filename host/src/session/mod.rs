@@ -184,7 +184,8 @@ impl Session {
                 log_level: LogLevel::Info,
                 client_capabilities: Map::new(),
                 client_info: None,
-                followed: Filter::legacy(),
+                // A stateless session follows nothing (and allocates nothing for it).
+                followed: if stateless { Filter::default() } else { Filter::legacy() },
             }),
             in_flight: Mutex::new(HashMap::new()),
             admitted: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),

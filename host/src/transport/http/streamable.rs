@@ -66,16 +66,20 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Arrival {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Arrival, Self::Rejection> {
-        Ok(Arrival {
-            method: parts.method.clone(),
-            uri: parts.uri.clone(),
-            hopped: parts.extensions.get::<Hopped>().is_some(),
-            peer: parts.extensions.get::<super::guard::Peer>().map(|p| p.0),
-        })
+        Ok(Arrival::of(parts))
     }
 }
 
 impl Arrival {
+    fn of(parts: &axum::http::request::Parts) -> Arrival {
+        Arrival {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            hopped: parts.extensions.get::<Hopped>().is_some(),
+            peer: parts.extensions.get::<super::guard::Peer>().map(|p| p.0),
+        }
+    }
+
     /// Serves a request for session `id` of `kind`, which this replica does not hold (see
     /// `forward::elsewhere`).
     pub(super) async fn elsewhere(
@@ -97,10 +101,16 @@ pub(super) async fn post(
     State(shared): State<Arc<Shared>>,
     Extension(client): Extension<ClientKey>,
     Extension(principal): Extension<Principal>,
-    arrival: Arrival,
-    headers: HeaderMap,
-    body: Bytes,
+    request: axum::extract::Request,
 ) -> Response {
+    // Taken apart rather than extracted: the headers are moved out, not copied.
+    let (mut parts, body) = request.into_parts();
+    let arrival = Arrival::of(&parts);
+    let headers = std::mem::take(&mut parts.headers);
+    // `admit` has read the body whole, under the limit.
+    let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
+        return refusal(StatusCode::BAD_REQUEST, "the body could not be read");
+    };
     let server = match shared.server() {
         Ok(server) => server,
         Err(response) => return response,
