@@ -271,14 +271,21 @@ mod tests {
         (runtime, path)
     }
 
-    #[test]
-    fn a_file_hashed_before_it_settled_is_hashed_again_once_settled_and_recorded() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let (runtime, path) = runtime_and_file(dir.path(), b"\0asm\x0d\x00\x01\x00 a component header, then anything");
+    /// A runtime with a cache, and a file written a moment ago in `dir`, hashed once: too fresh to
+    /// be recorded.
+    fn hashed_fresh_file(dir: &Path) -> (Runtime, std::path::PathBuf, Cache, [u8; 32], FileIdentity) {
+        let (runtime, path) = runtime_and_file(dir, b"\0asm\x0d\x00\x01\x00 a component header, then anything");
         let cache = runtime.cache.clone().expect("a cache");
         let (digest, identity) = identify(Some(&cache), &path).expect("hashed");
         let identity = identity.expect("an identity on unix");
         assert_eq!(cache.known_digest(&identity), None, "a file changed a moment ago is not recorded");
+        (runtime, path, cache, digest, identity)
+    }
+
+    #[test]
+    fn a_file_hashed_before_it_settled_is_hashed_again_once_settled_and_recorded() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (_runtime, _path, cache, digest, identity) = hashed_fresh_file(dir.path());
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while cache.known_digest(&identity).is_none() {
             assert!(std::time::Instant::now() < deadline, "the settled file was never recorded");
@@ -290,11 +297,7 @@ mod tests {
     #[tokio::test]
     async fn a_file_with_a_record_is_not_read_and_a_record_that_lies_is_dropped() {
         let dir = tempfile::tempdir().expect("tmp");
-        let (runtime, path) = runtime_and_file(dir.path(), b"\0asm\x0d\x00\x01\x00 a component header, then anything");
-        let cache = runtime.cache.clone().expect("a cache");
-        let (digest, identity) = identify(Some(&cache), &path).expect("hashed");
-        let identity = identity.expect("an identity on unix");
-        assert_eq!(cache.known_digest(&identity), None, "a file changed a moment ago is not recorded");
+        let (runtime, path, cache, digest, identity) = hashed_fresh_file(dir.path());
 
         // A record (as if the file had been settled when hashed) is believed without reading:
         // here it names a digest the content does not have, which only reading would show.
