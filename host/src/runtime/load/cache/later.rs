@@ -12,6 +12,9 @@ use std::time::{Duration, SystemTime};
 const QUEUE: usize = 4096;
 /// Beyond `SETTLED`, for clocks that tick coarsely.
 const MARGIN: Duration = Duration::from_millis(50);
+/// A file that settles later than this from now was stamped in the future (a clock set back, a
+/// skewed network file system): it is not waited for, so it never holds up the others.
+const FURTHEST: Duration = Duration::from_secs(10);
 
 type Work = Box<dyn FnOnce() + Send>;
 
@@ -20,6 +23,9 @@ static JOBS: OnceLock<Option<SyncSender<(SystemTime, Work)>>> = OnceLock::new();
 /// Runs `work` on the background thread once `settles_at` (plus a margin) has passed. Best
 /// effort: with the queue full, or no thread, nothing runs and the next start reads the file.
 pub(super) fn once_settled(settles_at: SystemTime, work: impl FnOnce() + Send + 'static) {
+    if settles_at.duration_since(SystemTime::now()).is_ok_and(|wait| wait > FURTHEST) {
+        return;
+    }
     let jobs = JOBS.get_or_init(|| {
         let (sender, receiver) = sync_channel(QUEUE);
         match std::thread::Builder::new().name("paddock-settled".to_owned()).spawn(move || run(receiver)) {
@@ -42,5 +48,26 @@ fn run(jobs: Receiver<(SystemTime, Work)>) {
             std::thread::sleep(wait);
         }
         work();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn a_file_stamped_in_the_future_is_not_waited_for_and_holds_up_nothing() {
+        let far_ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&far_ran);
+        once_settled(SystemTime::now() + Duration::from_secs(3600), move || flag.store(true, Ordering::Release));
+        let (done, finished) = std::sync::mpsc::channel();
+        once_settled(SystemTime::now(), move || {
+            let _ = done.send(());
+        });
+        finished.recv_timeout(Duration::from_secs(10)).expect("a check already due runs at once");
+        assert!(!far_ran.load(Ordering::Acquire), "the far one was dropped, not run early");
     }
 }
