@@ -396,7 +396,9 @@ impl Session {
         let scope = Scope::new(&self.server, client, era, params.as_ref(), cx);
         let running = Running { id, method, generation, scope, permit };
         let session = Arc::clone(self);
-        self.requests.spawn(REQUEST_STREAM.scope(dest.out, async move {
+        // Boxed: the task then holds a pointer, and the request's large future is written once
+        // rather than moved into the task and through its stages.
+        self.requests.spawn(Box::pin(REQUEST_STREAM.scope(dest.out, async move {
             if running.method == Method::Listen {
                 let (id, generation, method) = (running.id.clone(), running.generation, running.method.clone());
                 // A panic is answered like any request's; the permit went with the unwinding.
@@ -409,7 +411,7 @@ impl Session {
             } else {
                 session.run_request(running, params, events).await;
             }
-        }));
+        })));
     }
 
     /// Admits a request that runs as its own task: a permit of the channel, and an entry the
