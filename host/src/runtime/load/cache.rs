@@ -344,15 +344,34 @@ impl Cache {
     /// file has settled. One that fails now was changed after it was written: it is removed, so
     /// the next start compiles again.
     fn check_settled(&self, name: &str, wasm_digest: &[u8; 32]) {
-        let Ok(Opened::Found(file, info)) = self.handle.open_file(name) else { return };
-        let checked = match exposure(Role::Artifact, &info, self.handle.euid()) {
-            Some(_) => Err(Unusable::NotAFile),
-            None if info.len > MAX_ARTIFACT_BYTES => Err(Unusable::TooLarge),
-            None => self.verify(&file, &info, wasm_digest).map(|_| ()),
+        let checked = match self.open_artifact(name) {
+            Ok(Some((file, info))) => self.verify(&file, &info, wasm_digest).map(|_| ()),
+            Ok(None) => return,
+            Err(why) => Err(why),
         };
         if let Err(why) = checked {
             self.discard(name, &why);
         }
+    }
+
+    /// Opens the stored artifact `name` if it is one this user may trust the kind, owner, mode
+    /// and size of: `Ok(None)` when there is none.
+    fn open_artifact(&self, name: &str) -> Result<Option<(std::fs::File, Info)>, Unusable> {
+        let (file, info) = match self.handle.open_file(name).map_err(Unusable::Io)? {
+            Opened::Missing => return Ok(None),
+            Opened::Symlink => return Err(Unusable::Symlink),
+            Opened::Found(file, info) => (file, info),
+        };
+        match exposure(Role::Artifact, &info, self.handle.euid()) {
+            None => {}
+            Some(Exposure::WrongKind) => return Err(Unusable::NotAFile),
+            Some(Exposure::ForeignOwner { owner }) => return Err(Unusable::ForeignOwner { owner, euid: self.handle.euid() }),
+            Some(Exposure::OpenMode { mode }) => return Err(Unusable::Shared { mode }),
+        }
+        if info.len > MAX_ARTIFACT_BYTES {
+            return Err(Unusable::TooLarge);
+        }
+        Ok(Some((file, info)))
     }
 
     /// Logs why the stored artifact `name` is unusable and removes it.
@@ -364,21 +383,7 @@ impl Cache {
 
     /// Verifies the stored artifact `name` and maps it: `Ok(None)` when there is none.
     fn load(&self, engine: &Engine, wasm_digest: &[u8; 32], name: &str) -> Result<Option<Component>, Unusable> {
-        let (file, info) = match self.handle.open_file(name).map_err(Unusable::Io)? {
-            Opened::Missing => return Ok(None),
-            Opened::Symlink => return Err(Unusable::Symlink),
-            Opened::Found(file, info) => (file, info),
-        };
-        let euid = self.handle.euid();
-        match exposure(Role::Artifact, &info, euid) {
-            None => {}
-            Some(Exposure::WrongKind) => return Err(Unusable::NotAFile),
-            Some(Exposure::ForeignOwner { owner }) => return Err(Unusable::ForeignOwner { owner, euid }),
-            Some(Exposure::OpenMode { mode }) => return Err(Unusable::Shared { mode }),
-        }
-        if info.len > MAX_ARTIFACT_BYTES {
-            return Err(Unusable::TooLarge);
-        }
+        let Some((file, info)) = self.open_artifact(name)? else { return Ok(None) };
         self.verify(&file, &info, wasm_digest)?;
         // SAFETY: the open file holds native code compiled by this engine for these wasm bytes.
         // `verify` checked it: either it streamed every byte of it through keyed BLAKE3 over the
