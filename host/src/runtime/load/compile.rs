@@ -70,11 +70,16 @@ impl Compiles {
     }
 
     async fn component_of(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
-        let (digest, identity) = blocking({
-            let (cache, path) = (runtime.cache.clone(), path.to_path_buf());
-            move || identify(cache.as_ref(), &path)
-        })
-        .await?;
+        let (digest, identity) = {
+            // Under the same permits as compiles: blocking work at once is bounded by the cores,
+            // not by the plugins (each one at once would start a thread of its own).
+            let _permit = self.permits.acquire().await;
+            blocking({
+                let (cache, path) = (runtime.cache.clone(), path.to_path_buf());
+                move || identify(cache.as_ref(), &path)
+            })
+            .await?
+        };
         let cell = self.by_digest.lock().unwrap_or_else(|e| e.into_inner()).entry(digest).or_default().clone();
         let compiled = cell
             .get_or_init(|| async {
