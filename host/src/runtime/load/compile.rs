@@ -1,7 +1,7 @@
 //! Turning plugin files into components for one load: each distinct content (by BLAKE3 digest) is
-//! compiled or read from the cache once, however many files carry it; at most a few at a time,
-//! so a cold start of many plugins is bounded in memory and threads; and progress goes to
-//! stderr once compiling has taken more than a second.
+//! compiled or read from the cache once, however many files carry it; hashed and compiled at
+//! most a few at a time, so a start of many plugins is bounded in memory and threads; and
+//! progress goes to stderr once compiling has taken more than a second.
 
 use std::collections::HashMap;
 use std::io::Read;
