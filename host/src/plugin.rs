@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +24,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a plugin asks its operator for (from its `metadata.info` export). Informational only:
 /// the grant decides.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestedCapabilities {
     /// `(guest path, writable, reason)`.
     pub files: Vec<FileRequest>,
@@ -34,7 +35,7 @@ pub struct RequestedCapabilities {
 }
 
 /// A directory a plugin would like to see.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRequest {
     pub guest_path: String,
     pub writable: bool,
@@ -42,7 +43,7 @@ pub struct FileRequest {
 }
 
 /// What a plugin says about itself.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PluginInfo {
     pub name: String,
     pub version: String,
@@ -55,7 +56,7 @@ pub struct PluginInfo {
 }
 
 /// Everything a plugin declares once, at load time, already validated. Names are the plugin's own.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     pub info: PluginInfo,
     pub tools: Vec<Tool>,
@@ -67,7 +68,7 @@ pub struct Catalog {
 }
 
 /// Cache hints a plugin gave for its lists.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListCacheHints {
     pub tools: Option<CacheHint>,
     pub resources: Option<CacheHint>,
@@ -331,6 +332,12 @@ pub trait Plugin: Send + Sync {
     /// Host file descriptors the plugin's running calls hold now.
     fn descriptors_in_use(&self) -> u64 {
         0
+    }
+
+    /// Whether the catalog served is the one recorded by an earlier load, not yet read from the
+    /// plugin itself: its server reads it again (`reload_catalog`) once the plugin can run.
+    fn served_from_record(&self) -> bool {
+        false
     }
 
     /// Reads the plugin's lists again, in a fresh instance and under the load-time validation,

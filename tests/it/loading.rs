@@ -1,8 +1,14 @@
 //! Loading a plugin folder: broken, wrong-world and badly granted plugins are reported with
-//! their path and reason while the good ones serve.
+//! their path and reason while the good ones serve; a later start serves from the catalogs an
+//! earlier one recorded, and reads them again.
 
-use paddock_tests::{PluginDir, StdioHost, first_text, fixture_wasm, run_paddock, sample_wasm};
-use serde_json::json;
+use std::ffi::OsStr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use paddock_tests::{PluginDir, StdioHost, WAIT, first_text, fixture_wasm, run_paddock, sample_wasm};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
 
 /// A folder with one good plugin and one of each kind of bad one.
 fn mixed_folder() -> PluginDir {
@@ -96,4 +102,67 @@ async fn a_long_cold_compile_shows_progress_and_compiles_each_content_once() {
     let artifacts =
         std::fs::read_dir(cache.path()).expect("cache").filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count();
     assert_eq!(artifacts, 16);
+}
+
+/// The tool names of a `tools/list` reply.
+fn tool_names(reply: &Value) -> Vec<String> {
+    reply["result"]["tools"].as_array().map(|tools| tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()).unwrap_or_default()
+}
+
+/// A start after a first one serves each plugin from the catalog the first one recorded,
+/// answers before the plugin's component has loaded (a call waits for it), and reads the catalog
+/// again once the plugin can run: a tool listed since the record (the fixture lists `extra`
+/// while a file is in its granted folder) is then served, and announced if it came late.
+#[tokio::test]
+async fn a_later_start_serves_recorded_catalogs_then_reads_them_again() {
+    let data = tempfile::tempdir().expect("tmp");
+    let cache = tempfile::tempdir().expect("tmp");
+    let plugins = PluginDir::new()
+        .add("fx", &fixture_wasm("fixture"))
+        .write("fx.toml", format!("files = [{{ host = {:?}, guest = \"/data\", mode = \"ro\" }}]\n", data.path()));
+    let args = [OsStr::new("serve"), plugins.path().as_os_str()];
+    let env = [("PADDOCK_CACHE_DIR", cache.path().as_os_str()), ("RUST_LOG", OsStr::new("info"))];
+
+    let mut first = StdioHost::start_command_logging(&args, &env, Stdio::null()).expect("start");
+    first.initialize("2025-11-25").await.expect("initialize");
+    let listed = tool_names(&first.request("tools/list", json!({})).await.expect("tools/list"));
+    assert!(listed.contains(&"fx_echo".to_owned()) && !listed.contains(&"fx_extra".to_owned()), "{listed:?}");
+    assert_eq!(first.close().await.expect("exit"), 0);
+    let records = std::fs::read_dir(cache.path()).expect("cache").flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".catalog")).count();
+    assert_eq!(records, 1, "the first start records the plugin's catalog");
+
+    std::fs::write(data.path().join("extra-tool"), b"").expect("write");
+    let mut second = StdioHost::start_command_logging(&args, &env, Stdio::piped()).expect("start");
+    let mut log = tokio::io::BufReader::new(second.take_stderr().expect("stderr")).lines();
+    let from_record = tokio::spawn(async move {
+        while let Ok(Some(line)) = log.next_line().await {
+            if line.contains("plugin loaded") && line.contains("plugin=fx") {
+                return line.contains("cache=Recorded");
+            }
+        }
+        false
+    });
+    second.initialize("2025-11-25").await.expect("initialize");
+    let echoed = second.call_tool("fx_echo", json!({"text": "waited"})).await.expect("call");
+    assert_eq!(first_text(&echoed), "waited", "a call to a plugin served from its record waits for it and runs");
+    assert!(tokio::time::timeout(WAIT, from_record).await.expect("log in time").expect("log task"), "the second start serves the plugin from its record");
+
+    // The record lacked `extra`; once the catalog is read again it is served, and a client that
+    // listed before that hears of the change.
+    let started = Instant::now();
+    let mut before = tool_names(&second.request("tools/list", json!({})).await.expect("tools/list"));
+    let early = !before.contains(&"fx_extra".to_owned());
+    if early {
+        let mut announced = false;
+        while started.elapsed() < WAIT && !before.contains(&"fx_extra".to_owned()) {
+            let message = second.recv_within(WAIT.saturating_sub(started.elapsed()).max(Duration::from_millis(1))).await.expect("the change is announced");
+            announced |= message["method"] == "notifications/tools/list_changed";
+            if announced {
+                before = tool_names(&second.request("tools/list", json!({})).await.expect("tools/list"));
+            }
+        }
+        assert!(announced, "a list that changed since its record is announced");
+    }
+    assert!(before.contains(&"fx_extra".to_owned()), "the catalog read again is served: {before:?}");
+    assert_eq!(second.close().await.expect("exit"), 0);
 }

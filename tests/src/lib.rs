@@ -211,6 +211,12 @@ impl StdioHost {
     /// Starts `paddock ARGS` (any command that serves over stdio, such as `dev`) with extra
     /// environment variables; stderr is inherited for diagnostics.
     pub fn start_command(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Result<StdioHost> {
+        StdioHost::start_command_logging(args, env, Stdio::inherit())
+    }
+
+    /// `start_command`, with stderr going to `stderr` (`Stdio::piped()` and `take_stderr` to
+    /// read it).
+    pub fn start_command_logging(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)], stderr: Stdio) -> Result<StdioHost> {
         let mut command = Command::new(paddock_bin());
         command
             .args(args)
@@ -218,7 +224,7 @@ impl StdioHost {
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true);
         for (key, value) in env {
             command.env(key, value);

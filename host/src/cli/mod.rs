@@ -584,8 +584,8 @@ async fn load(plugins_dir: &Path, common: &CommonArgs, host_descriptors: u64, ho
     let folder = Arc::new(match how {
         Load::Once => folder,
         Load::ForLock => folder.ignoring_lock(),
-        Load::Live { settle, locked: false } => folder.with_settle(settle),
-        Load::Live { settle, locked: true } => folder.with_settle(settle).locked(),
+        Load::Live { settle, locked: false } => folder.with_settle(settle).from_records(),
+        Load::Live { settle, locked: true } => folder.with_settle(settle).locked().from_records(),
     });
     let look = folder.first().await?;
     let router = look.router.context("the first look at the plugins folder made no router")?;
@@ -815,6 +815,8 @@ async fn load_server(
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
     let server = crate::session::ServerState::for_replica(router, state_key, limits, budget, callers, replica, store);
+    // Plugins served from their recorded catalogs have their lists read again once loaded.
+    server.confirm_recorded_lists();
     // The feed runs as long as the process: it holds the server only weakly. Tasks other
     // replicas handed over are claimed and run here until this replica hands over its own.
     drop(server.follow_store());

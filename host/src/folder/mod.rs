@@ -126,6 +126,8 @@ pub struct Folder {
     locked: bool,
     /// Whether `paddock.lock` is read at all (`paddock lock` itself ignores the old one).
     use_lock: bool,
+    /// Whether the first look serves plugins from their recorded catalogs (see `from_records`).
+    from_records: bool,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -139,6 +141,7 @@ impl Folder {
             settle: SETTLE,
             locked: false,
             use_lock: true,
+            from_records: false,
             state: tokio::sync::Mutex::new(State::default()),
         }
     }
@@ -153,6 +156,15 @@ impl Folder {
     /// Loads only files whose SHA-256 `paddock.lock` pins (`--locked`).
     pub fn locked(mut self) -> Folder {
         self.locked = true;
+        self
+    }
+
+    /// At the first look, serves each plugin whose catalog an earlier load recorded in the cache
+    /// from that record, and loads its component in the background: a server answers sooner,
+    /// and a call to a plugin not yet loaded waits for it. Its server must then read those
+    /// plugins' lists again (`ServerState::confirm_recorded_lists`).
+    pub fn from_records(mut self) -> Folder {
+        self.from_records = true;
         self
     }
 
@@ -199,7 +211,7 @@ impl Folder {
         // What is there at start is loaded at once: a file still being written fails to load
         // (a torn component does not validate) or changes while it loads, and is looked at
         // again once it settles.
-        let (mut look, updates) = self.load_changes(&mut state, config, Duration::ZERO).await;
+        let (mut look, updates) = self.load_changes(&mut state, config, Duration::ZERO, self.from_records).await;
         let (router, errors) = plan(&mut state, None, &updates, &mut look);
         look.router = router;
         look.router_errors = errors;
@@ -215,7 +227,7 @@ impl Folder {
     pub async fn refresh(&self, server: &ServerState) -> Look {
         let mut state = self.state.lock().await;
         let config = Config::load(&self.dir, self.config_file.as_deref());
-        let (mut look, updates) = self.load_changes(&mut state, config, self.settle).await;
+        let (mut look, updates) = self.load_changes(&mut state, config, self.settle, false).await;
         server.swap(|current| {
             let (router, errors) = plan(&mut state, Some(current), &updates, &mut look);
             look.router_errors = errors;
@@ -237,7 +249,7 @@ impl Folder {
 
     /// Reads the folder: the configuration (the last good one while it has errors of its own),
     /// every file's stamp, and loads each changed file that has settled.
-    async fn load_changes(&self, state: &mut State, config: Config, settle: Duration) -> (Look, Vec<Update>) {
+    async fn load_changes(&self, state: &mut State, config: Config, settle: Duration, from_records: bool) -> (Look, Vec<Update>) {
         let mut look = Look::default();
         // A configuration file another user could have written grants nothing: the last good
         // configuration stands until it is fixed.
@@ -338,7 +350,7 @@ impl Folder {
             state.serving.iter().filter(|(id, _)| !replaced.contains(id.as_str())).map(|(id, v)| (id.as_str(), &v.grant)).collect();
         let stamps: BTreeMap<PathBuf, (Stamp, Grant)> = wanted.iter().map(|(c, s)| (c.path.clone(), (*s, c.grant.clone()))).collect();
         let candidates = wanted.into_iter().map(|(c, _)| c).collect();
-        let report = crate::runtime::load_candidates(&self.runtime, &self.dir, &config, candidates, &serving).await;
+        let report = crate::runtime::load_candidates(&self.runtime, &self.dir, &config, candidates, &serving, from_records).await;
         look.warnings = report.warnings;
         for problem in report.problems {
             let Some((stamp, grant)) = stamps.get(&problem.path) else {

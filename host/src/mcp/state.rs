@@ -401,6 +401,16 @@ impl ServerState {
         }
     }
 
+    /// Reads again, once each plugin can run, the lists of every plugin served from the catalog
+    /// an earlier load recorded (`Folder::from_records`): lists that differ from the record are
+    /// swapped in and announced, as when a plugin announces a change.
+    pub fn confirm_recorded_lists(self: &Arc<Self>) {
+        for entry in self.router().served().iter().filter(|e| e.plugin.served_from_record()) {
+            let (server, plugin) = (Arc::clone(self), entry.plugin.id().to_owned());
+            tokio::spawn(async move { server.reload(&plugin, BTreeSet::new()).await });
+        }
+    }
+
     /// Reads `plugin`'s lists again and swaps in the router that serves them, then announces the
     /// kinds the plugin named (it may know of changes its lists do not show, such as what it
     /// serves to whom) and any other kind whose exposed list differs. A plugin replaced
@@ -438,7 +448,11 @@ impl ServerState {
             *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
             announced
         };
-        tracing::info!(plugin, kinds = ?announced, "plugin lists read again after a change");
+        if announced.is_empty() {
+            tracing::debug!(plugin, "plugin lists read again: unchanged");
+        } else {
+            tracing::info!(plugin, kinds = ?announced, "plugin lists read again after a change");
+        }
         for kind in announced {
             let _ = self.changes.send(Change::List(kind));
         }

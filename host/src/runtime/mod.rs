@@ -207,7 +207,7 @@ impl Runtime {
     /// catalog. The error is one line saying why, without the path.
     pub async fn load_plugin(&self, id: &str, path: &Path, grant: crate::policy::Grant) -> Result<(WasmPlugin, CacheOutcome), LoadError> {
         let sandbox = sandbox::prepared::Sandbox::new(id, grant, self.services.clone())?;
-        let (plugin, cache, _) = load::folder::load_one(self, &load::compile::Compiles::new(), path, sandbox).await?;
+        let (plugin, cache, _) = load::folder::load_one(self, &load::compile::Compiles::new(), path, sandbox, false).await?;
         Ok((plugin, cache))
     }
 }

@@ -43,8 +43,9 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct WasmPlugin {
     id: String,
     catalog: Catalog,
-    pre: PluginPre<HostState>,
-    exports: Exports,
+    linking: Linking,
+    /// Where the catalog is recorded for the next start, when there is a cache.
+    record: Option<CatalogRecord>,
     sandbox: Sandbox,
     gate: Arc<Semaphore>,
     global: Arc<Semaphore>,
@@ -53,6 +54,37 @@ pub struct WasmPlugin {
 impl std::fmt::Debug for WasmPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmPlugin").field("id", &self.id).field("tools", &self.catalog.tools.len()).finish_non_exhaustive()
+    }
+}
+
+/// The component linked against the host, with its exports resolved: what every call
+/// instantiates.
+struct Linked {
+    pre: PluginPre<HostState>,
+    exports: Exports,
+}
+
+/// A plugin's link: made at load, or (for a plugin served from its recorded catalog) on its way
+/// from a load running in the background. There is one per plugin and every call reads it, so
+/// the usual variant stays inline rather than boxed.
+#[allow(clippy::large_enum_variant)]
+enum Linking {
+    Ready(Linked),
+    Deferred { done: std::sync::OnceLock<Arc<Linked>>, loading: futures::future::Shared<BoxFuture<'static, Result<Arc<Linked>, Arc<str>>>> },
+}
+
+/// Where a plugin's catalog is recorded in the cache: the digest of its wasm and its grant.
+pub(crate) struct CatalogRecord {
+    pub(crate) cache: super::load::cache::Cache,
+    pub(crate) wasm_digest: [u8; 32],
+    pub(crate) grant: String,
+}
+
+impl CatalogRecord {
+    /// Records `catalog` in the background (best effort).
+    fn store(&self, catalog: &Catalog) {
+        let (cache, digest, grant, catalog) = (self.cache.clone(), self.wasm_digest, self.grant.clone(), catalog.clone());
+        tokio::task::spawn_blocking(move || cache.record_catalog(&digest, &grant, &catalog));
     }
 }
 
@@ -94,15 +126,78 @@ struct Call {
 }
 
 impl WasmPlugin {
-    /// Serves a linked component under `sandbox`; reads its catalog in one instance.
-    pub(crate) async fn new(pre: PluginPre<HostState>, sandbox: Sandbox, global: Arc<Semaphore>) -> Result<WasmPlugin, LoadError> {
-        let id = sandbox.plugin.clone();
+    /// Serves a linked component under `sandbox`; reads its catalog in one instance (and records
+    /// it at `record`).
+    pub(crate) async fn new(
+        pre: PluginPre<HostState>,
+        sandbox: Sandbox,
+        global: Arc<Semaphore>,
+        record: Option<CatalogRecord>,
+    ) -> Result<WasmPlugin, LoadError> {
         let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
-        let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
-        let mut plugin =
-            WasmPlugin { id: id.to_string(), catalog: Catalog::default(), pre, exports, sandbox, gate: Arc::new(Semaphore::new(concurrency)), global };
+        let mut plugin = WasmPlugin::with(Linking::Ready(Linked { pre, exports }), Catalog::default(), sandbox, global, record);
         plugin.catalog = plugin.read_catalog().await?;
+        if let Some(record) = &plugin.record {
+            record.store(&plugin.catalog);
+        }
         Ok(plugin)
+    }
+
+    /// Serves `catalog`, recorded at `record` by an earlier load, while `loading` (started here,
+    /// in the background) links the component: a call waits for it. Whoever serves the plugin
+    /// reads its catalog again once it is linked (`reload_catalog`), since the record is what the
+    /// plugin declared then.
+    pub(crate) fn deferred(
+        catalog: Catalog,
+        sandbox: Sandbox,
+        global: Arc<Semaphore>,
+        record: CatalogRecord,
+        loading: impl Future<Output = Result<PluginPre<HostState>, LoadError>> + Send + 'static,
+    ) -> WasmPlugin {
+        let linking = tokio::spawn(async move {
+            let pre = loading.await?;
+            let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
+            Ok::<_, LoadError>(Arc::new(Linked { pre, exports }))
+        });
+        let id = sandbox.plugin.clone();
+        let loading: BoxFuture<'static, Result<Arc<Linked>, Arc<str>>> = Box::pin(async move {
+            let outcome = match linking.await {
+                Ok(Ok(linked)) => return Ok(linked),
+                Ok(Err(error)) => error.to_string(),
+                Err(error) => format!("the load stopped: {error}"),
+            };
+            tracing::error!(plugin = %id, error = %crate::escape::Escaped(&outcome), "a plugin served from its recorded catalog could not be loaded; its calls fail");
+            Err(Arc::from(outcome))
+        });
+        let linking = Linking::Deferred { done: std::sync::OnceLock::new(), loading: futures::FutureExt::shared(loading) };
+        WasmPlugin::with(linking, catalog, sandbox, global, Some(record))
+    }
+
+    fn with(linking: Linking, catalog: Catalog, sandbox: Sandbox, global: Arc<Semaphore>, record: Option<CatalogRecord>) -> WasmPlugin {
+        let concurrency = sandbox.grant.limits.concurrency.max(1) as usize;
+        WasmPlugin { id: sandbox.plugin.to_string(), catalog, linking, record, sandbox, gate: Arc::new(Semaphore::new(concurrency)), global }
+    }
+
+    /// The link, waiting for a deferred one.
+    async fn linked(&self) -> Result<&Linked, PluginError> {
+        match &self.linking {
+            Linking::Ready(linked) => Ok(linked),
+            Linking::Deferred { done, loading } => {
+                if let Some(linked) = done.get() {
+                    return Ok(linked);
+                }
+                let linked = loading.clone().await.map_err(|why| PluginError::Unavailable(format!("the plugin could not be loaded: {why}")))?;
+                Ok(done.get_or_init(|| linked))
+            }
+        }
+    }
+
+    /// The link, once a call has started (so it is made).
+    fn linked_now(&self) -> Option<&Linked> {
+        match &self.linking {
+            Linking::Ready(linked) => Some(linked),
+            Linking::Deferred { done, .. } => done.get().map(AsRef::as_ref),
+        }
     }
 
     /// Links a compiled component against the host once: the imports are resolved and the
@@ -171,7 +266,8 @@ impl WasmPlugin {
             PrepareError::Descriptors(_) => PluginError::Limit { limit: Limit::Resources },
             PrepareError::Io(e) => PluginError::Unavailable(format!("cannot prepare the sandbox: {e}")),
         })?;
-        let mut store = Store::new(self.pre.engine(), state);
+        let linked = self.linked().await?;
+        let mut store = Store::new(linked.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(hostcall_fuel(self.output_limit()));
         let deadline = Instant::now() + timeout;
@@ -195,7 +291,7 @@ impl WasmPlugin {
             Ok(UpdateDeadline::Yield(1))
         });
         let instantiating = Span::start("instantiate", Kind::Internal, &span.context(), Vec::new());
-        let instance = self.pre.instance_pre().instantiate_async(&mut store).await;
+        let instance = linked.pre.instance_pre().instantiate_async(&mut store).await;
         drop(instantiating);
         let instance = call_finish(&mut store, instance, timeout)?;
         Ok(Call { store, instance, timeout, _permits: permits })
@@ -225,7 +321,8 @@ impl WasmPlugin {
             let served = async {
                 let context = request_context(&cx.request)?;
                 let mut call = self.start(cx, self.timeout(), Some(operation), &span, carried).await?;
-                let export = load(&self.exports, &mut call.store, &call.instance);
+                let exports = &self.linked_now().ok_or_else(|| PluginError::Unavailable("the plugin is not loaded".to_owned()))?.exports;
+                let export = load(exports, &mut call.store, &call.instance);
                 let export = call_finish(&mut call.store, export, call.timeout)?;
                 let out = run(export, &mut call.store, &context).await;
                 let out = call_finish(&mut call.store, out, call.timeout)?.map_err(convert::error)?;
@@ -383,11 +480,19 @@ impl Plugin for WasmPlugin {
 
     fn reload_catalog(&self) -> BoxFuture<'_, Result<Catalog, PluginError>> {
         Box::pin(async move {
-            self.read_catalog().await.map_err(|error| match error {
+            let catalog = self.read_catalog().await.map_err(|error| match error {
                 LoadError::CatalogCall(error) => error,
                 other => PluginError::MalformedOutput(other.to_string()),
-            })
+            })?;
+            if let Some(record) = &self.record {
+                record.store(&catalog);
+            }
+            Ok(catalog)
         })
+    }
+
+    fn served_from_record(&self) -> bool {
+        matches!(self.linking, Linking::Deferred { .. })
     }
 
     fn call_tool<'a>(&'a self, tool: &'a str, arguments: &'a str, cx: &'a CallContext) -> BoxFuture<'a, Result<Outcome<CallToolResult>, PluginError>> {
@@ -396,8 +501,8 @@ impl Plugin for WasmPlugin {
             tool,
             |exports, store, instance| instance.get_func(store, exports.call_tool).ok_or_else(|| wasmtime::format_err!("no export `call-tool`")),
             async move |call_tool, store, context| {
-                let call_tool =
-                    self.exports.call_tool_type.typed::<(&wx::RequestContext, &str, &str), (Result<tools::CallOutcome, w::Error>,)>(call_tool, &*store)?;
+                let checked = &self.linked_now().ok_or_else(|| wasmtime::format_err!("the plugin is not loaded"))?.exports.call_tool_type;
+                let call_tool = checked.typed::<(&wx::RequestContext, &str, &str), (Result<tools::CallOutcome, w::Error>,)>(call_tool, &*store)?;
                 Ok(call_tool.call_async(store, (context, tool, arguments)).await?.0)
             },
             outcome::call,

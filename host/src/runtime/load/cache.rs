@@ -33,6 +33,7 @@
 //! - Artifacts are written to a temporary file (created exclusively, mode 0600) and renamed into
 //!   place, so a reader sees a whole file or none; a torn file would fail the MAC anyway.
 
+mod catalogs;
 mod collect;
 mod known_files;
 mod later;
@@ -81,6 +82,8 @@ pub enum CacheOutcome {
     Recompiled,
     /// Compiled without a cache (none configured, or it could not be written).
     Uncached,
+    /// Served from the catalog an earlier load recorded; the component loads in the background.
+    Recorded,
 }
 
 /// What the cache holds for one wasm digest.

@@ -39,6 +39,8 @@ pub(crate) struct Compiles {
     /// Components compiled or read from the cache.
     built: AtomicUsize,
     started: Instant,
+    /// Set once the load's plugins are served: deferred loads wait for it.
+    deferred: tokio::sync::watch::Sender<bool>,
 }
 
 impl Compiles {
@@ -51,6 +53,7 @@ impl Compiles {
             ready: AtomicUsize::new(0),
             built: AtomicUsize::new(0),
             started: Instant::now(),
+            deferred: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -63,23 +66,69 @@ impl Compiles {
     /// another file of this load already has gets that component. With it comes the BLAKE3
     /// digest of the content that was compiled.
     pub(crate) async fn component(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
+        let (digest, identity) = self.identify(runtime, path).await?;
+        self.component_with_digest(runtime, path, digest, identity).await
+    }
+
+    /// Checks that `path` is a component of an accepted size and finds its digest (`identify`).
+    pub(crate) async fn identify(&self, runtime: &Runtime, path: &Path) -> Result<([u8; 32], Option<FileIdentity>), LoadError> {
+        self.identify_then(runtime, path, |_, _| ()).await.map(|(digest, identity, ())| (digest, identity))
+    }
+
+    /// `identify`, then `then` with the cache and the digest, in the same blocking step.
+    pub(crate) async fn identify_then<T: Send + 'static>(
+        &self,
+        runtime: &Runtime,
+        path: &Path,
+        then: impl FnOnce(Option<&Cache>, &[u8; 32]) -> T + Send + 'static,
+    ) -> Result<([u8; 32], Option<FileIdentity>, T), LoadError> {
+        // Under the same permits as compiles: blocking work at once is bounded by the cores, not
+        // by the plugins (each one at once would start a thread of its own).
+        let _permit = self.permits.acquire().await;
+        blocking({
+            let (cache, path) = (runtime.cache.clone(), path.to_path_buf());
+            move || {
+                let (digest, identity) = identify(cache.as_ref(), &path)?;
+                let then = then(cache.as_ref(), &digest);
+                Ok((digest, identity, then))
+            }
+        })
+        .await
+    }
+
+    /// Lets the loads that waited for it (`after_start`) begin: called once this load's own
+    /// plugins are served.
+    pub(crate) fn start_deferred(&self) {
+        self.deferred.send_replace(true);
+    }
+
+    /// Waits for `start_deferred`, or for this load to be dropped.
+    pub(crate) async fn after_start(&self) {
+        let mut started = self.deferred.subscribe();
+        let _ = started.wait_for(|go| *go).await;
+    }
+
+    /// `component`, for a file whose digest `identify` found.
+    pub(crate) async fn component_with_digest(
+        &self,
+        runtime: &Runtime,
+        path: &Path,
+        digest: [u8; 32],
+        identity: Option<FileIdentity>,
+    ) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
         self.asked.fetch_add(1, Ordering::Relaxed);
-        let result = self.component_of(runtime, path).await;
+        let result = self.build_once(runtime, path, digest, identity).await;
         self.ready.fetch_add(1, Ordering::Relaxed);
         result
     }
 
-    async fn component_of(&self, runtime: &Runtime, path: &Path) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
-        let (digest, identity) = {
-            // Under the same permits as compiles: blocking work at once is bounded by the cores,
-            // not by the plugins (each one at once would start a thread of its own).
-            let _permit = self.permits.acquire().await;
-            blocking({
-                let (cache, path) = (runtime.cache.clone(), path.to_path_buf());
-                move || identify(cache.as_ref(), &path)
-            })
-            .await?
-        };
+    async fn build_once(
+        &self,
+        runtime: &Runtime,
+        path: &Path,
+        digest: [u8; 32],
+        identity: Option<FileIdentity>,
+    ) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
         let cell = self.by_digest.lock().unwrap_or_else(|e| e.into_inner()).entry(digest).or_default().clone();
         let compiled = cell
             .get_or_init(|| async {

@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use wasmtime::component::Component;
 
-use super::cache::CacheOutcome;
+use super::cache::{CacheOutcome, FileIdentity};
 use super::compile::Compiles;
 use crate::config::{Config, valid_id};
 use crate::plugin::{Catalog, Plugin};
 use crate::policy::{self, Grant, GrantRef, Limits, Protected};
 use crate::runtime::load_error::{CONTRACT_VERSION, LoadError};
 use crate::runtime::sandbox::prepared::Sandbox;
+use crate::runtime::wasm_plugin::CatalogRecord;
 use crate::runtime::{MAX_INSTANCES, Runtime, WasmPlugin};
 
 /// The interfaces every plugin must export.
@@ -130,7 +131,7 @@ pub async fn load_folder(runtime: &Runtime, dir: &Path, config: &Config) -> Load
             Err(problem) => problems.push(problem),
         }
     }
-    let mut report = load_candidates(runtime, dir, config, candidates, &[]).await;
+    let mut report = load_candidates(runtime, dir, config, candidates, &[], false).await;
     problems.append(&mut report.problems);
     report.problems = problems;
     report
@@ -155,7 +156,17 @@ pub fn candidate(config: &Config, path: PathBuf) -> Result<Candidate, LoadProble
 /// Loads `candidates` beside the plugins already serving (`serving`: their ids and grants).
 /// A candidate whose file grants conflict with another's, a serving plugin's or the host's own
 /// files is refused; serving plugins are never refused here.
-pub async fn load_candidates(runtime: &Runtime, dir: &Path, config: &Config, candidates: Vec<Candidate>, serving: &[(&str, &Grant)]) -> LoadReport {
+///
+/// With `from_record`, plugins whose catalogs an earlier load recorded are served from those
+/// records while their components load in the background (`load_one`).
+pub async fn load_candidates(
+    runtime: &Runtime,
+    dir: &Path,
+    config: &Config,
+    candidates: Vec<Candidate>,
+    serving: &[(&str, &Grant)],
+    from_record: bool,
+) -> LoadReport {
     let mut report = LoadReport::default();
     let mut admitted = Vec::new();
     for Candidate { id, path, grant } in candidates {
@@ -201,11 +212,12 @@ pub async fn load_candidates(runtime: &Runtime, dir: &Path, config: &Config, can
         let runtime = runtime.clone();
         let compiles = compiles.clone();
         tasks.push(tokio::spawn(async move {
-            let outcome = load_one(&runtime, &compiles, &path, sandbox).await;
+            let outcome = load_one(&runtime, &compiles, &path, sandbox, from_record).await;
             (id, path, grant, outcome)
         }));
     }
     let joined = compiles.showing_progress(futures::future::join_all(tasks)).await;
+    compiles.start_deferred();
     report.components = compiles.built();
     for task in joined {
         match task {
@@ -222,7 +234,7 @@ pub async fn load_candidates(runtime: &Runtime, dir: &Path, config: &Config, can
         for plugin in &report.plugins {
             metrics.plugin_load("loaded");
             match plugin.cache {
-                CacheOutcome::Hit => metrics.cache_hit(),
+                CacheOutcome::Hit | CacheOutcome::Recorded => metrics.cache_hit(),
                 CacheOutcome::Compiled | CacheOutcome::Recompiled | CacheOutcome::Uncached => metrics.compiled(),
             }
         }
@@ -245,15 +257,59 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     check_world(&component).map_err(problem)?;
     let sandbox = Sandbox::new(&id, Grant::default(), runtime.services.clone()).map_err(|e| problem(e.into()))?;
     let pre = WasmPlugin::link(&runtime.linker, &component).map_err(problem)?;
-    let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone()).await.map_err(problem)?;
+    let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone(), None).await.map_err(problem)?;
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-pub(crate) async fn load_one(runtime: &Runtime, compiles: &Compiles, path: &Path, sandbox: Sandbox) -> Result<(WasmPlugin, CacheOutcome, [u8; 32]), LoadError> {
-    let (component, cache, digest) = compiles.component(runtime, path).await?;
+///
+/// With `from_record`, a plugin whose catalog an earlier load recorded is served from that
+/// record at once, and its component loads in the background (`WasmPlugin::deferred`).
+pub(crate) async fn load_one(
+    runtime: &Runtime,
+    compiles: &Arc<Compiles>,
+    path: &Path,
+    sandbox: Sandbox,
+    from_record: bool,
+) -> Result<(WasmPlugin, CacheOutcome, [u8; 32]), LoadError> {
+    let grant = format!("{:?}", sandbox.grant);
+    let (digest, identity, recorded) = {
+        let grant = grant.clone();
+        compiles
+            .identify_then(runtime, path, move |cache, digest| cache.filter(|_| from_record).and_then(|cache| cache.recorded_catalog(digest, &grant)))
+            .await?
+    };
+    let record = runtime.cache.as_ref().map(|cache| CatalogRecord { cache: cache.clone(), wasm_digest: digest, grant });
+    if let Some(record) = record {
+        if let Some(catalog) = recorded {
+            let global = runtime.global.clone();
+            let (runtime, compiles, path) = (runtime.clone(), Arc::clone(compiles), path.to_path_buf());
+            let loading = async move {
+                // Once the plugins of this load are served: until then the cores are theirs.
+                compiles.after_start().await;
+                let (component, _, _) = compiles.component_with_digest(&runtime, &path, digest, identity).await?;
+                check_world(&component)?;
+                WasmPlugin::link(&runtime.linker, &component)
+            };
+            return Ok((WasmPlugin::deferred(catalog, sandbox, global, record, loading), CacheOutcome::Recorded, digest));
+        }
+        return load_linked(runtime, compiles, path, sandbox, (digest, identity), Some(record)).await;
+    }
+    load_linked(runtime, compiles, path, sandbox, (digest, identity), record).await
+}
+
+/// Loads, links and reads the catalog of the file with this digest.
+async fn load_linked(
+    runtime: &Runtime,
+    compiles: &Compiles,
+    path: &Path,
+    sandbox: Sandbox,
+    (digest, identity): ([u8; 32], Option<FileIdentity>),
+    record: Option<CatalogRecord>,
+) -> Result<(WasmPlugin, CacheOutcome, [u8; 32]), LoadError> {
+    let (component, cache, digest) = compiles.component_with_digest(runtime, path, digest, identity).await?;
     check_world(&component)?;
     let pre = WasmPlugin::link(&runtime.linker, &component)?;
-    let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone()).await?;
+    let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone(), record).await?;
     Ok((plugin, cache, digest))
 }
 

@@ -14,7 +14,7 @@ use super::Cache;
 
 /// Artifacts kept besides those of the plugins serving: the newest, any engine or format.
 pub(crate) const KEEP_ARTIFACTS: usize = 64;
-/// `known_files` records kept: the newest.
+/// Records kept (`known_files`, `catalogs`): the newest.
 pub(crate) const KEEP_RECORDS: usize = 4096;
 
 /// What one collection removed.
@@ -26,7 +26,8 @@ pub(crate) struct Collected {
 
 impl Cache {
     /// Removes every artifact but those of the wasm digests `in_use` (for this engine) and the
-    /// newest `KEEP_ARTIFACTS` others, and every record but the newest `KEEP_RECORDS`. Blocking:
+    /// newest `KEEP_ARTIFACTS` others, and every record (of a file, or of a catalog) but the newest
+    /// `KEEP_RECORDS`. Blocking:
     /// call it from `spawn_blocking`.
     pub(crate) fn collect(&self, in_use: &[[u8; 32]]) -> Collected {
         let keep: Vec<String> = in_use.iter().map(|digest| self.file_name(digest)).collect();
@@ -42,7 +43,7 @@ impl Cache {
             let written = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
             if name.ends_with(".cwasm") && !keep.contains(&name) {
                 artifacts.push((written, name));
-            } else if name.ends_with(".known") {
+            } else if name.ends_with(".known") || name.ends_with(".catalog") {
                 records.push((written, name));
             }
         }
