@@ -397,7 +397,7 @@ impl ServerState {
                 }
                 std::mem::take(&mut reload.kinds)
             };
-            self.reload(&plugin, kinds).await;
+            self.reload(&plugin, kinds, Reread::Announced).await;
         }
     }
 
@@ -407,7 +407,7 @@ impl ServerState {
     pub fn confirm_recorded_lists(self: &Arc<Self>) {
         for entry in self.router().served().iter().filter(|e| e.plugin.served_from_record()) {
             let (server, plugin) = (Arc::clone(self), entry.plugin.id().to_owned());
-            tokio::spawn(async move { server.reload(&plugin, BTreeSet::new()).await });
+            tokio::spawn(async move { server.reload(&plugin, BTreeSet::new(), Reread::Confirm).await });
         }
     }
 
@@ -415,7 +415,10 @@ impl ServerState {
     /// kinds the plugin named (it may know of changes its lists do not show, such as what it
     /// serves to whom) and any other kind whose exposed list differs. A plugin replaced
     /// meanwhile (a live folder) is left alone: its lists are the new version's.
-    async fn reload(&self, plugin: &str, kinds: BTreeSet<ListKind>) {
+    ///
+    /// Confirming a recorded catalog (`Reread::Confirm`) changes nothing when the plugin declares
+    /// what its record said: the router, and so the generation, stay as they are.
+    async fn reload(&self, plugin: &str, kinds: BTreeSet<ListKind>, why: Reread) {
         let Some(entry) = self.router().served().iter().find(|e| e.plugin.id() == plugin).cloned() else { return };
         let catalog = match entry.plugin.reload_catalog().await {
             Ok(catalog) => catalog,
@@ -436,6 +439,10 @@ impl ServerState {
                 tracing::debug!(plugin, "lists read again for a version no longer served; ignored");
                 return;
             }
+            if why == Reread::Confirm && current.catalog_of(plugin).is_some_and(|served| format!("{served:?}") == format!("{catalog:?}")) {
+                tracing::debug!(plugin, "plugin lists read again: as recorded");
+                return;
+            }
             let next = match current.with_catalog(plugin, catalog) {
                 Ok(next) => next,
                 Err(error) => {
@@ -448,15 +455,20 @@ impl ServerState {
             *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
             announced
         };
-        if announced.is_empty() {
-            tracing::debug!(plugin, "plugin lists read again: unchanged");
-        } else {
-            tracing::info!(plugin, kinds = ?announced, "plugin lists read again after a change");
-        }
+        tracing::info!(plugin, kinds = ?announced, "plugin lists read again after a change");
         for kind in announced {
             let _ = self.changes.send(Change::List(kind));
         }
     }
+}
+
+/// Why a plugin's lists are read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reread {
+    /// The plugin announced a change.
+    Announced,
+    /// The lists served came from the plugin's recorded catalog.
+    Confirm,
 }
 
 /// Whether the exposed `kind` list differs between two routers.

@@ -73,20 +73,9 @@ enum Linking {
     Deferred { done: std::sync::OnceLock<Arc<Linked>>, loading: futures::future::Shared<BoxFuture<'static, Result<Arc<Linked>, Arc<str>>>> },
 }
 
-/// Where a plugin's catalog is recorded in the cache: the digest of its wasm and its grant.
-pub(crate) struct CatalogRecord {
-    pub(crate) cache: super::load::cache::Cache,
-    pub(crate) wasm_digest: [u8; 32],
-    pub(crate) grant: String,
-}
-
-impl CatalogRecord {
-    /// Records `catalog` in the background (best effort).
-    fn store(&self, catalog: &Catalog) {
-        let (cache, digest, grant, catalog) = (self.cache.clone(), self.wasm_digest, self.grant.clone(), catalog.clone());
-        tokio::task::spawn_blocking(move || cache.record_catalog(&digest, &grant, &catalog));
-    }
-}
+/// Records a plugin's catalog for the next start (in the cache, under its wasm and grant);
+/// best effort, and never waited for.
+pub(crate) type CatalogRecord = Box<dyn Fn(&Catalog) + Send + Sync>;
 
 /// Where the functions of each interface a request calls are, resolved once at load: a call looks up and
 /// type-checks only the interface it uses, in its fresh instance.
@@ -138,7 +127,7 @@ impl WasmPlugin {
         let mut plugin = WasmPlugin::with(Linking::Ready(Linked { pre, exports }), Catalog::default(), sandbox, global, record);
         plugin.catalog = plugin.read_catalog().await?;
         if let Some(record) = &plugin.record {
-            record.store(&plugin.catalog);
+            record(&plugin.catalog);
         }
         Ok(plugin)
     }
@@ -485,7 +474,7 @@ impl Plugin for WasmPlugin {
                 other => PluginError::MalformedOutput(other.to_string()),
             })?;
             if let Some(record) = &self.record {
-                record.store(&catalog);
+                record(&catalog);
             }
             Ok(catalog)
         })

@@ -278,7 +278,12 @@ pub(crate) async fn load_one(
             .identify_then(runtime, path, move |cache, digest| cache.filter(|_| from_record).and_then(|cache| cache.recorded_catalog(digest, &grant)))
             .await?
     };
-    let record = runtime.cache.as_ref().map(|cache| CatalogRecord { cache: cache.clone(), wasm_digest: digest, grant });
+    let record = runtime.cache.clone().map(|cache| -> CatalogRecord {
+        Box::new(move |catalog: &Catalog| {
+            let (cache, grant, catalog) = (cache.clone(), grant.clone(), catalog.clone());
+            tokio::task::spawn_blocking(move || cache.record_catalog(&digest, &grant, &catalog));
+        })
+    });
     if let Some(record) = record {
         if let Some(catalog) = recorded {
             let global = runtime.global.clone();
