@@ -117,7 +117,7 @@ impl Compiles {
         identity: Option<FileIdentity>,
     ) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
         self.asked.fetch_add(1, Ordering::Relaxed);
-        let result = self.build_once(runtime, path, digest, identity).await;
+        let result = self.build_once(runtime, path, (digest, identity)).await;
         self.ready.fetch_add(1, Ordering::Relaxed);
         result
     }
@@ -126,8 +126,7 @@ impl Compiles {
         &self,
         runtime: &Runtime,
         path: &Path,
-        digest: [u8; 32],
-        identity: Option<FileIdentity>,
+        (digest, identity): ([u8; 32], Option<FileIdentity>),
     ) -> Result<(Component, CacheOutcome, [u8; 32]), LoadError> {
         let cell = self.by_digest.lock().unwrap_or_else(|e| e.into_inner()).entry(digest).or_default().clone();
         let compiled = cell
