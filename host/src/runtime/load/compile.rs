@@ -41,6 +41,8 @@ pub(crate) struct Compiles {
     started: Instant,
     /// Set once the load's plugins are served: deferred loads wait for it.
     deferred: tokio::sync::watch::Sender<bool>,
+    /// Deferred loads run one at a time.
+    deferred_turn: Semaphore,
 }
 
 impl Compiles {
@@ -54,6 +56,7 @@ impl Compiles {
             built: AtomicUsize::new(0),
             started: Instant::now(),
             deferred: tokio::sync::watch::Sender::new(false),
+            deferred_turn: Semaphore::new(1),
         })
     }
 
@@ -102,10 +105,12 @@ impl Compiles {
         self.deferred.send_replace(true);
     }
 
-    /// Waits for `start_deferred`, or for this load to be dropped.
-    pub(crate) async fn after_start(&self) {
+    /// Waits for `start_deferred`, then for the one turn of deferred loads: one at a time, so
+    /// the other cores stay with whatever the server does meanwhile (its first requests).
+    pub(crate) async fn after_start(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         let mut started = self.deferred.subscribe();
         let _ = started.wait_for(|go| *go).await;
+        self.deferred_turn.acquire().await.ok()
     }
 
     /// `component`, for a file whose digest `identify` found.

@@ -290,7 +290,7 @@ pub(crate) async fn load_one(
             let (runtime, compiles, path) = (runtime.clone(), Arc::clone(compiles), path.to_path_buf());
             let loading = async move {
                 // Once the plugins of this load are served: until then the cores are theirs.
-                compiles.after_start().await;
+                let _turn = compiles.after_start().await;
                 let (component, _, _) = compiles.component_with_digest(&runtime, &path, digest, identity).await?;
                 check_world(&component)?;
                 WasmPlugin::link(&runtime.linker, &component)
