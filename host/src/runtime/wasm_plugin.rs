@@ -70,7 +70,12 @@ struct Linked {
 #[allow(clippy::large_enum_variant)]
 enum Linking {
     Ready(Linked),
-    Deferred { done: std::sync::OnceLock<Arc<Linked>>, loading: futures::future::Shared<BoxFuture<'static, Result<Arc<Linked>, Arc<str>>>> },
+    Deferred {
+        done: std::sync::OnceLock<Arc<Linked>>,
+        /// Told when a call waits for the link, so its load goes ahead of the others.
+        wanted: Arc<tokio::sync::Notify>,
+        loading: futures::future::Shared<BoxFuture<'static, Result<Arc<Linked>, Arc<str>>>>,
+    },
 }
 
 /// Records a plugin's catalog for the next start (in the cache, under its wasm and grant);
@@ -133,14 +138,15 @@ impl WasmPlugin {
     }
 
     /// Serves `catalog`, recorded at `record` by an earlier load, while `loading` (started here,
-    /// in the background) links the component: a call waits for it. Whoever serves the plugin
-    /// reads its catalog again once it is linked (`reload_catalog`), since the record is what the
-    /// plugin declared then.
+    /// in the background) links the component: a call waits for it, and tells `wanted` so.
+    /// Whoever serves the plugin reads its catalog again once it is linked (`reload_catalog`),
+    /// since the record is what the plugin declared then.
     pub(crate) fn deferred(
         catalog: Catalog,
         sandbox: Sandbox,
         global: Arc<Semaphore>,
         record: CatalogRecord,
+        wanted: Arc<tokio::sync::Notify>,
         loading: impl Future<Output = Result<PluginPre<HostState>, LoadError>> + Send + 'static,
     ) -> WasmPlugin {
         let linking = tokio::spawn(async move {
@@ -158,7 +164,7 @@ impl WasmPlugin {
             tracing::error!(plugin = %id, error = %crate::escape::Escaped(&outcome), "a plugin served from its recorded catalog could not be loaded; its calls fail");
             Err(Arc::from(outcome))
         });
-        let linking = Linking::Deferred { done: std::sync::OnceLock::new(), loading: futures::FutureExt::shared(loading) };
+        let linking = Linking::Deferred { done: std::sync::OnceLock::new(), wanted, loading: futures::FutureExt::shared(loading) };
         WasmPlugin::with(linking, catalog, sandbox, global, Some(record))
     }
 
@@ -167,13 +173,22 @@ impl WasmPlugin {
         WasmPlugin { id: sandbox.plugin.to_string(), catalog, linking, record, sandbox, gate: Arc::new(Semaphore::new(concurrency)), global }
     }
 
-    /// The link, waiting for a deferred one.
+    /// The link, waiting for a deferred one, whose load then goes ahead of the others.
     async fn linked(&self) -> Result<&Linked, PluginError> {
+        self.linked_when(true).await
+    }
+
+    /// The link, waiting for a deferred one; `urgent` moves its load ahead of the others (a call
+    /// waits for it, not a reading of the lists).
+    async fn linked_when(&self, urgent: bool) -> Result<&Linked, PluginError> {
         match &self.linking {
             Linking::Ready(linked) => Ok(linked),
-            Linking::Deferred { done, loading } => {
+            Linking::Deferred { done, wanted, loading } => {
                 if let Some(linked) = done.get() {
                     return Ok(linked);
+                }
+                if urgent {
+                    wanted.notify_one();
                 }
                 let linked = loading.clone().await.map_err(|why| PluginError::Unavailable(format!("the plugin could not be loaded: {why}")))?;
                 Ok(done.get_or_init(|| linked))
@@ -212,6 +227,8 @@ impl WasmPlugin {
     async fn read_catalog(&self) -> Result<Catalog, LoadError> {
         let cx = CallContext::detached(format!("load:{}", self.id));
         let read = async {
+            // Reading the lists of a plugin served from its record waits its turn to load.
+            self.linked_when(false).await?;
             let mut call = self.start(&cx, LOAD_TIMEOUT, None, &Span::default(), Carried::default()).await?;
             // The one instance that uses every interface: load them all, as the bindings do.
             let all = bindings::Plugin::new(&mut call.store, &call.instance);

@@ -106,11 +106,18 @@ impl Compiles {
     }
 
     /// Waits for `start_deferred`, then for the one turn of deferred loads: one at a time, so
-    /// the other cores stay with whatever the server does meanwhile (its first requests).
-    pub(crate) async fn after_start(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+    /// the other cores stay with whatever the server does meanwhile (its first requests). A load
+    /// a call is waiting for (`wanted`) goes at once.
+    pub(crate) async fn after_start(&self, wanted: &tokio::sync::Notify) -> Option<tokio::sync::SemaphorePermit<'_>> {
         let mut started = self.deferred.subscribe();
-        let _ = started.wait_for(|go| *go).await;
-        self.deferred_turn.acquire().await.ok()
+        tokio::select! {
+            _ = started.wait_for(|go| *go) => {}
+            () = wanted.notified() => return None,
+        }
+        tokio::select! {
+            turn = self.deferred_turn.acquire() => turn.ok(),
+            () = wanted.notified() => None,
+        }
     }
 
     /// `component`, for a file whose digest `identify` found.

@@ -288,14 +288,17 @@ pub(crate) async fn load_one(
         if let Some(catalog) = recorded {
             let global = runtime.global.clone();
             let (runtime, compiles, path) = (runtime.clone(), Arc::clone(compiles), path.to_path_buf());
+            let wanted = Arc::new(tokio::sync::Notify::new());
+            let waiting = Arc::clone(&wanted);
             let loading = async move {
-                // Once the plugins of this load are served: until then the cores are theirs.
-                let _turn = compiles.after_start().await;
+                // Once the plugins of this load are served (until then the cores are theirs), or
+                // at once when a call waits for it.
+                let _turn = compiles.after_start(&waiting).await;
                 let (component, _, _) = compiles.component_with_digest(&runtime, &path, digest, identity).await?;
                 check_world(&component)?;
                 WasmPlugin::link(&runtime.linker, &component)
             };
-            return Ok((WasmPlugin::deferred(catalog, sandbox, global, record, loading), CacheOutcome::Recorded, digest));
+            return Ok((WasmPlugin::deferred(catalog, sandbox, global, record, wanted, loading), CacheOutcome::Recorded, digest));
         }
         return load_linked(runtime, compiles, path, sandbox, (digest, identity), Some(record)).await;
     }
