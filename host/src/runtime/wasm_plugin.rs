@@ -78,9 +78,9 @@ enum Linking {
     },
 }
 
-/// Records a plugin's catalog for the next start (in the cache, under its wasm and grant);
-/// best effort, and never waited for.
-pub(crate) type CatalogRecord = Box<dyn Fn(&Catalog) + Send + Sync>;
+/// Records a plugin's catalog for the next start (in the cache, under its wasm and grant); best
+/// effort: a record that cannot be written is a catalog read from the plugin next time.
+pub(crate) type CatalogRecord = Box<dyn Fn(&Catalog) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// Where the functions of each interface a request calls are, resolved once at load: a call looks up and
 /// type-checks only the interface it uses, in its fresh instance.
@@ -132,7 +132,7 @@ impl WasmPlugin {
         let mut plugin = WasmPlugin::with(Linking::Ready(Linked { pre, exports }), Catalog::default(), sandbox, global, record);
         plugin.catalog = plugin.read_catalog().await?;
         if let Some(record) = &plugin.record {
-            record(&plugin.catalog);
+            record(&plugin.catalog).await;
         }
         Ok(plugin)
     }
@@ -491,7 +491,7 @@ impl Plugin for WasmPlugin {
                 other => PluginError::MalformedOutput(other.to_string()),
             })?;
             if let Some(record) = &self.record {
-                record(&catalog);
+                record(&catalog).await;
             }
             Ok(catalog)
         })

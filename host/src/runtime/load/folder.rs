@@ -281,7 +281,9 @@ pub(crate) async fn load_one(
     let record = runtime.cache.clone().map(|cache| -> CatalogRecord {
         Box::new(move |catalog: &Catalog| {
             let (cache, grant, catalog) = (cache.clone(), grant.clone(), catalog.clone());
-            tokio::task::spawn_blocking(move || cache.record_catalog(&digest, &grant, &catalog));
+            Box::pin(async move {
+                let _ = tokio::task::spawn_blocking(move || cache.record_catalog(&digest, &grant, &catalog)).await;
+            })
         })
     });
     if let Some(record) = record {
