@@ -243,13 +243,13 @@ pub fn from_value(value: Value) -> Result<Message, Rejection> {
 }
 
 /// A success response line.
-pub fn result_line(id: &Id, result: &Value) -> String {
+pub fn result_line<T: serde::Serialize + ?Sized>(id: &Id, result: &T) -> String {
     /// The response written from borrowed parts: the result is never copied on its way out.
     #[derive(serde::Serialize)]
-    struct Response<'a> {
+    struct Response<'a, T: ?Sized> {
         jsonrpc: &'static str,
         id: Value,
-        result: &'a Value,
+        result: &'a T,
     }
     let response = Response { jsonrpc: "2.0", id: id.to_value(), result };
     serde_json::to_string(&response).expect("JSON values always serialize")

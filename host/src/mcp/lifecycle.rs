@@ -63,8 +63,19 @@ pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<Revision, 
 }
 
 /// The server's name and version.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct ServerInfo {
+    name: &'static str,
+    title: &'static str,
+    version: &'static str,
+}
+
+/// This server's.
+pub(super) const SERVER_INFO: ServerInfo = ServerInfo { name: "paddock", title: "Paddock", version: env!("CARGO_PKG_VERSION") };
+
+/// The server's name and version, as JSON.
 pub(super) fn server_info() -> Value {
-    json!({"name": "paddock", "title": "Paddock", "version": env!("CARGO_PKG_VERSION")})
+    json!(SERVER_INFO)
 }
 
 /// The result of a legacy `initialize` settled on `version`.

@@ -468,6 +468,10 @@ fn comparison_table(rows: &[(String, f64, f64)]) {
     println!();
 }
 
+/// The label of the stdio section's stateless rows (measured for Paddock and native only: the
+/// peers speak the session revisions).
+const STATELESS: &str = "2026-07-28";
+
 /// One figure of the stdio section: its name, how it is read, and whether less is better.
 type StdioFigure = (String, Box<dyn Fn(&StdioFigures) -> f64>, bool);
 
@@ -480,6 +484,8 @@ fn stdio_figures() -> Vec<StdioFigure> {
         ("one core: sequential `tools/call` p50 (µs)".into(), Box::new(|f: &StdioFigures| f.one_core.p50_us), true),
         ("one core: sequential `tools/call` p99 (µs)".into(), Box::new(|f: &StdioFigures| f.one_core.p99_us), true),
         ("one core: server CPU per call (µs)".into(), Box::new(|f: &StdioFigures| f.one_core.cpu_per_call_us), true),
+        (format!("one core, {STATELESS}: sequential `tools/call` p50 (µs)"), Box::new(|f: &StdioFigures| f.one_core_stateless.p50_us), true),
+        (format!("one core, {STATELESS}: server CPU per call (µs)"), Box::new(|f: &StdioFigures| f.one_core_stateless.cpu_per_call_us), true),
     ];
     for (index, depth) in DEPTHS.iter().enumerate() {
         figures.push((format!("pipelined calls/s, {depth} in flight"), Box::new(move |f: &StdioFigures| f.pipelined[index]), false));
@@ -547,7 +553,7 @@ fn report_stdio(args: &Args, targets: &[Target], results: &Results<Vec<StdioFigu
     }
     println!("{header}");
     println!("{rule}");
-    for (name, figure, less_is_better) in &figures {
+    for (name, figure, less_is_better) in figures.iter().filter(|(name, _, _)| !name.contains(STATELESS)) {
         let paddock = results.median_at(0, |f: &StdioFigures| figure(f));
         let mut line = format!("| {name} | {paddock:.1} |");
         for index in 2..targets.len() {

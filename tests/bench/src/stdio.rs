@@ -44,6 +44,14 @@ pub fn tool_call(tool: &str, id: usize) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello"}}}}}}"#)
 }
 
+/// A 2026-07-28 `tools/call` of `tool` with `{"text":"hello"}`: stateless, with the `_meta` of
+/// that revision.
+pub fn stateless_call(tool: &str, id: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"paddock-bench","version":"1"}}}}}}}}"#
+    )
+}
+
 /// One server under test: its name in the report, the command that serves stdio, the echo tool
 /// it is called through, and whether it is measured or a peer.
 pub struct Target {
@@ -111,6 +119,8 @@ pub struct StdioFigures {
     pub sequential: Sequential,
     /// Sequential calls with the client thread and every server thread on one core.
     pub one_core: Sequential,
+    /// The same as 2026-07-28 calls (`stateless_call`), for the servers measured (not peers).
+    pub one_core_stateless: Sequential,
     /// Calls per second at each of [`DEPTHS`], the server bound to one core and the client
     /// thread to another; NaN where a peer failed.
     pub pipelined: Vec<f64>,
@@ -130,15 +140,21 @@ pub struct Sequential {
 /// Times `calls` sequential calls of `tool` (ids from `first_id`) after `WARM_UP_CALLS` to warm
 /// up; the server's CPU time is read before and after.
 pub fn sequential(server: &mut StdioServer, tool: &str, calls: usize, first_id: usize) -> Result<Sequential> {
+    sequential_of(server, tool, calls, first_id, tool_call)
+}
+
+/// `sequential`, with each call's line from `call` (`tool_call` or `stateless_call`).
+pub fn sequential_of(server: &mut StdioServer, tool: &str, calls: usize, first_id: usize, call: fn(&str, usize) -> String) -> Result<Sequential> {
     for id in first_id..first_id + WARM_UP_CALLS {
-        server.request(&tool_call(tool, id))?;
+        server.request(&call(tool, id))?;
     }
     let first_id = first_id + WARM_UP_CALLS;
     let cpu_before = cpu_ns(server.pid())?;
     let mut latencies = Vec::with_capacity(calls);
     for id in first_id..first_id + calls {
+        let line = call(tool, id);
         let started = Instant::now();
-        server.request(&tool_call(tool, id))?;
+        server.request(&line)?;
         latencies.push(micros(started.elapsed()));
     }
     let cpu_per_call_us = (cpu_ns(server.pid())? - cpu_before) as f64 / 1000.0 / calls.max(1) as f64;
@@ -320,13 +336,22 @@ pub fn round(target: &Target, calls: usize, cores: Cores) -> Result<StdioFigures
     })?;
     figures.peak_rss_mb = peak_rss;
     target.stop(server)?;
-    figures.one_core = on_one_core(|| {
+    (figures.one_core, figures.one_core_stateless) = on_one_core(|| {
         let (mut server, _) = StdioServer::start(&target.command, target.silence_limit())?;
         let others = Others::start(&[server.pid()]);
         let figures = sequential(&mut server, &target.tool, calls, 1).with_context(|| format!("{}: sequential calls on one core", target.name))?;
         machine::record(format!("stdio, {}, one core, sequential", target.name), others.finish());
+        let stateless = if target.role == Role::Measured {
+            let others = Others::start(&[server.pid()]);
+            let figures = sequential_of(&mut server, &target.tool, calls, 1_000_000, stateless_call)
+                .with_context(|| format!("{}: sequential 2026-07-28 calls on one core", target.name))?;
+            machine::record(format!("stdio, {}, one core, sequential 2026-07-28", target.name), others.finish());
+            figures
+        } else {
+            Sequential::default()
+        };
         target.stop(server)?;
-        Ok(figures)
+        Ok((figures, stateless))
     })?;
     Ok(figures)
 }
