@@ -261,9 +261,9 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
 
-///
-/// With `from_record`, a plugin whose catalog an earlier load recorded is served from that
-/// record at once, and its component loads in the background (`WasmPlugin::deferred`).
+/// Loads one plugin file under `sandbox`, recording its catalog when there is a cache. With
+/// `from_record`, a plugin whose catalog an earlier load recorded is served from that record at
+/// once, and its component loads in the background (`WasmPlugin::deferred`).
 pub(crate) async fn load_one(
     runtime: &Runtime,
     compiles: &Arc<Compiles>,
@@ -286,8 +286,8 @@ pub(crate) async fn load_one(
             })
         })
     });
-    if let Some(record) = record {
-        if let Some(catalog) = recorded {
+    match (record, recorded) {
+        (Some(record), Some(catalog)) => {
             let global = runtime.global.clone();
             let (runtime, compiles, path) = (runtime.clone(), Arc::clone(compiles), path.to_path_buf());
             let wanted = Arc::new(tokio::sync::Notify::new());
@@ -300,11 +300,10 @@ pub(crate) async fn load_one(
                 check_world(&component)?;
                 WasmPlugin::link(&runtime.linker, &component)
             };
-            return Ok((WasmPlugin::deferred(catalog, sandbox, global, record, wanted, loading), CacheOutcome::Recorded, digest));
+            Ok((WasmPlugin::deferred(catalog, sandbox, global, record, wanted, loading), CacheOutcome::Recorded, digest))
         }
-        return load_linked(runtime, compiles, path, sandbox, (digest, identity), Some(record)).await;
+        (record, _) => load_linked(runtime, compiles, path, sandbox, (digest, identity), record).await,
     }
-    load_linked(runtime, compiles, path, sandbox, (digest, identity), record).await
 }
 
 /// Loads, links and reads the catalog of the file with this digest.
