@@ -2,7 +2,9 @@
 //! issuer's URL, `token` for a named static token, `local` for the user on stdio, `anonymous`
 //! for an HTTP listener without authentication) and a subject, with the scopes the credential
 //! granted and the groups it belongs to. Everything a request leaves behind (a legacy session, a task, a sealed request
-//! state) is bound to its principal's `id`.
+//! state) is bound to its principal's `id`. `ClientKey` names a client of an HTTP listener by
+//! its address: what its shares, and the tasks of its requests that authenticated nobody, count
+//! against.
 //!
 //! An OAuth 2.1 access token becomes a principal here too: `oauth` holds the settings and the
 //! pure checks of a token's claims, `jwks` the issuer's keys and where they come from, and
@@ -13,6 +15,7 @@ pub mod oauth;
 pub mod verifier;
 
 use std::fmt;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
 /// The issuer of named static tokens.
@@ -21,6 +24,41 @@ pub const TOKEN_ISSUER: &str = "token";
 pub const LOCAL_ISSUER: &str = "local";
 /// The issuer of requests to an HTTP listener that authenticates nobody (loopback only).
 pub const ANONYMOUS_ISSUER: &str = "anonymous";
+
+/// One client of an HTTP listener, as its shares and the tasks of its requests without a session
+/// are counted: its address, an IPv6 client by its /64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientKey(IpAddr);
+
+impl ClientKey {
+    /// The client's address (an IPv6 client's /64, as its first address).
+    pub fn ip(self) -> IpAddr {
+        self.0
+    }
+
+    /// The client at `ip`: an IPv4-mapped address as IPv4, an IPv6 address by its /64.
+    pub fn of(ip: IpAddr) -> ClientKey {
+        match ip {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => ClientKey(IpAddr::V4(v4)),
+                None => {
+                    let segments = v6.segments();
+                    ClientKey(IpAddr::V6(Ipv6Addr::new(segments[0], segments[1], segments[2], segments[3], 0, 0, 0, 0)))
+                }
+            },
+            v4 => ClientKey(v4),
+        }
+    }
+}
+
+impl std::fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V6(v6) => write!(f, "{v6}/64"),
+            v4 => write!(f, "{v4}"),
+        }
+    }
+}
 
 /// Who a request is served for. Two principals are the same when their ids are: a refreshed
 /// token with other scopes or groups still owns what its subject owns.

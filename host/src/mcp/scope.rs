@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::Era;
 use super::error::McpError;
-use super::lifecycle::{self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO};
+use super::lifecycle::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO};
 use super::state::{Change, ServerState};
 use crate::identity::{Principal, Transport};
 use crate::input::{ClientInfo, InputRequest, InputResponse, RequestContext};
@@ -94,9 +94,10 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// The scope of a request of `era` with `params`, served now.
-    pub fn new(state: &Arc<ServerState>, client: Arc<dyn Client>, era: Era, params: Option<&Map<String, Value>>, cx: CallContext) -> Scope {
-        let cx = cx.with_request(request_context(client.as_ref(), params, era));
+    /// The scope of a request of `era` whose params carried `meta` (their `_meta`, taken out of
+    /// them: the scope keeps it, the plugin is told it), served now.
+    pub fn new(state: &Arc<ServerState>, client: Arc<dyn Client>, era: Era, meta: Option<Value>, cx: CallContext) -> Scope {
+        let cx = cx.with_request(request_context(client.as_ref(), meta, era));
         Scope { router: state.router(), era, cx, client, state: Arc::clone(state) }
     }
 
@@ -142,9 +143,13 @@ impl Scope {
     }
 }
 
-/// The context a plugin is given for a request of `era`.
-fn request_context(client: &dyn Client, params: Option<&Map<String, Value>>, era: Era) -> RequestContext {
-    let meta = lifecycle::meta(params).cloned().unwrap_or_default();
+/// The context a plugin is given for a request of `era` with `_meta` `meta` (only an object
+/// counts).
+fn request_context(client: &dyn Client, meta: Option<Value>, era: Era) -> RequestContext {
+    let meta = match meta {
+        Some(Value::Object(meta)) => meta,
+        _ => Map::new(),
+    };
     let mut context = RequestContext::local(era.revision());
     match era {
         Era::Modern { .. } => {

@@ -64,6 +64,14 @@ struct Linked {
     exports: Exports,
 }
 
+impl Linked {
+    /// `pre` with its exports resolved; a component missing one fails its load.
+    fn new(pre: PluginPre<HostState>) -> Result<Linked, LoadError> {
+        let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
+        Ok(Linked { pre, exports })
+    }
+}
+
 /// A plugin's link: made at load, or (for a plugin served from its recorded catalog) on its way
 /// from a load running in the background. There is one per plugin and every call reads it, so
 /// the usual variant stays inline rather than boxed.
@@ -128,8 +136,7 @@ impl WasmPlugin {
         global: Arc<Semaphore>,
         record: Option<CatalogRecord>,
     ) -> Result<WasmPlugin, LoadError> {
-        let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
-        let mut plugin = WasmPlugin::with(Linking::Ready(Linked { pre, exports }), Catalog::default(), sandbox, global, record);
+        let mut plugin = WasmPlugin::with(Linking::Ready(Linked::new(pre)?), Catalog::default(), sandbox, global, record);
         plugin.catalog = plugin.read_catalog().await?;
         if let Some(record) = &plugin.record {
             record(&plugin.catalog).await;
@@ -149,11 +156,7 @@ impl WasmPlugin {
         wanted: Arc<tokio::sync::Notify>,
         loading: impl Future<Output = Result<PluginPre<HostState>, LoadError>> + Send + 'static,
     ) -> WasmPlugin {
-        let linking = tokio::spawn(async move {
-            let pre = loading.await?;
-            let exports = Exports::new(&pre).map_err(|e| LoadError::Exports(first_line(&e.to_string()).to_owned()))?;
-            Ok::<_, LoadError>(Arc::new(Linked { pre, exports }))
-        });
+        let linking = tokio::spawn(async move { Ok::<_, LoadError>(Arc::new(Linked::new(loading.await?)?)) });
         let id = sandbox.plugin.clone();
         let loading: BoxFuture<'static, Result<Arc<Linked>, Arc<str>>> = Box::pin(async move {
             let outcome = match linking.await {

@@ -41,7 +41,8 @@ impl mcp::Client for Session {
         match &self.client {
             None => QuotaKey::Session(self.id),
             Some(_) if self.principal.issuer() != crate::identity::ANONYMOUS_ISSUER => QuotaKey::Principal(Arc::from(self.principal.id())),
-            Some(address) => QuotaKey::Client(Arc::clone(address)),
+            // Written out only here, when a task is counted.
+            Some(address) => QuotaKey::Client(Arc::from(address.to_string())),
         }
     }
 

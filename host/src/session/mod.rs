@@ -49,7 +49,7 @@ pub use outbound::{Outbound, OutboundLimits, OutboundReceiver, Outgoing, Outgoin
 
 use batch::{Batch, Dest};
 
-use crate::identity::{Principal, Transport};
+use crate::identity::{ClientKey, Principal, Transport};
 use crate::input::ClientInfo;
 use crate::jsonrpc::{self, Id, Message};
 use crate::mcp::{self, Era, Filter, McpError, Method, Reply, Scope};
@@ -141,7 +141,7 @@ pub struct Session {
     stateless: bool,
     /// What the transport knows of the client (its address), when a session is not one client:
     /// the tasks it creates count against this client's quota.
-    client: Option<Arc<str>>,
+    client: Option<ClientKey>,
     /// Who every request of this channel is served for, fixed when the channel opened.
     principal: Principal,
     transport: Transport,
@@ -168,11 +168,11 @@ impl Session {
     }
 
     /// `one_request`, for a request from `client` (its address): its tasks count against it.
-    pub fn one_request_from(server: Arc<ServerState>, out: Outbound, client: &str, principal: Principal) -> Arc<Session> {
-        Session::build(server, out, true, Some(Arc::from(client)), principal, Transport::StreamableHttp)
+    pub fn one_request_from(server: Arc<ServerState>, out: Outbound, client: ClientKey, principal: Principal) -> Arc<Session> {
+        Session::build(server, out, true, Some(client), principal, Transport::StreamableHttp)
     }
 
-    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<Arc<str>>, principal: Principal, transport: Transport) -> Arc<Session> {
+    fn build(server: Arc<ServerState>, out: Outbound, stateless: bool, client: Option<ClientKey>, principal: Principal, transport: Transport) -> Arc<Session> {
         static SESSIONS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Session {
             id: SESSIONS.fetch_add(1, Ordering::Relaxed),
@@ -380,8 +380,11 @@ impl Session {
             }
         };
         let client: Arc<dyn mcp::Client> = Arc::clone(self) as Arc<dyn mcp::Client>;
+        // The request's `_meta` moves into its scope (read there, never again from the params).
+        let mut params = params;
+        let meta = params.as_mut().and_then(|p| p.remove("_meta"));
         if !method.waits(era) {
-            let scope = Scope::new(&self.server, client, era, params.as_ref(), CallContext::detached(String::new()));
+            let scope = Scope::new(&self.server, client, era, meta, CallContext::detached(String::new()));
             let outcome = AssertUnwindSafe(mcp::dispatch(&scope, &method, params)).catch_unwind().await;
             let outcome = outcome.unwrap_or_else(|panic| Err(panicked(&id, method.name(), panic.as_ref())));
             if method == Method::Initialize && outcome.is_ok() {
@@ -393,7 +396,7 @@ impl Session {
         tracing::debug!(request = %id, method = %crate::escape::Escaped(method.name()), "request admitted");
         let Admitted { permit, cx, generation, events } = admitted;
         // The scope is fixed here, at admission: the request keeps this router to its end.
-        let scope = Scope::new(&self.server, client, era, params.as_ref(), cx);
+        let scope = Scope::new(&self.server, client, era, meta, cx);
         let running = Running { id, method, generation, scope, permit };
         let session = Arc::clone(self);
         // Boxed: the task then holds a pointer, and the request's large future is written once

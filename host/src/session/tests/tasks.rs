@@ -451,10 +451,15 @@ async fn a_legacy_task_whose_plugin_crashed_or_hit_a_limit_fails_and_its_result_
     }
 }
 
+/// The client at `address`.
+fn client_key(address: &str) -> crate::identity::ClientKey {
+    crate::identity::ClientKey::of(address.parse().expect("an address"))
+}
+
 /// A channel of `server` whose requests come from the client at `address`.
 fn client_at(server: &Arc<ServerState>, address: &str) -> Harness {
     let (tx, rx) = outbound(OutboundLimits::default());
-    Harness { session: Session::one_request_from(Arc::clone(server), tx, address, Principal::anonymous()), rx }
+    Harness { session: Session::one_request_from(Arc::clone(server), tx, client_key(address), Principal::anonymous()), rx }
 }
 
 #[tokio::test(start_paused = true)]
@@ -518,7 +523,7 @@ async fn a_client_whose_tasks_all_run_is_refused_as_busy_naming_its_quota_and_on
 /// A channel of `server` whose requests are served for `principal`.
 fn served_for(server: &Arc<ServerState>, principal: Principal) -> Harness {
     let (tx, rx) = outbound(OutboundLimits::default());
-    Harness { session: Session::one_request_from(Arc::clone(server), tx, "192.0.2.9", principal), rx }
+    Harness { session: Session::one_request_from(Arc::clone(server), tx, client_key("192.0.2.9"), principal), rx }
 }
 
 #[tokio::test(start_paused = true)]
@@ -550,7 +555,7 @@ async fn an_authenticated_principal_has_its_own_task_quota_wherever_it_calls_fro
     let server = Faults::serve(vec![Faults::new("a"), Faults::new("b"), Faults::new("c")]);
     let at = |principal: Principal| {
         let (tx, rx) = outbound(OutboundLimits::default());
-        Harness { session: Session::one_request_from(Arc::clone(&server), tx, "192.0.2.1", principal), rx }
+        Harness { session: Session::one_request_from(Arc::clone(&server), tx, client_key("192.0.2.1"), principal), rx }
     };
     let (mut alice, mut bob) = (at(Principal::token("alice", Vec::new())), at(Principal::token("bob", Vec::new())));
     let quota = crate::tasks::MAX_TASKS_PER_CLIENT as u32;
@@ -567,7 +572,7 @@ async fn an_authenticated_principal_has_its_own_task_quota_wherever_it_calls_fro
     assert_eq!(created["resultType"], "task", "bob, from the same address, has a quota of his own: {created}");
     let mut alice_elsewhere = {
         let (tx, rx) = outbound(OutboundLimits::default());
-        Harness { session: Session::one_request_from(Arc::clone(&server), tx, "198.51.100.7", Principal::token("alice", Vec::new())), rx }
+        Harness { session: Session::one_request_from(Arc::clone(&server), tx, client_key("198.51.100.7"), Principal::token("alice", Vec::new())), rx }
     };
     let still = alice_elsewhere.ask(&call(2, TASK_CAPS, "c_hold", "{}")).await;
     assert_eq!(still["error"]["code"], SERVER_BUSY, "and alice's quota follows her to another address: {still}");

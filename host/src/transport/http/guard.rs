@@ -275,13 +275,29 @@ impl AccessPolicy {
 /// not accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Authority {
-    /// Lowercased: an address in its canonical text (IPv6 in brackets), or a name without its
-    /// one trailing dot.
-    host: String,
-    /// The address, when the host is one.
-    ip: Option<IpAddr>,
+    host: Host,
     /// The port, when one is written (an empty port is none).
     port: Option<u16>,
+}
+
+/// The host of an authority. Addresses compare as addresses (so by their canonical text), and
+/// reading one allocates nothing: most requests name the loopback address they came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Host {
+    Ip(IpAddr),
+    /// Lowercased, without its one trailing dot.
+    Name(String),
+}
+
+impl std::fmt::Display for Host {
+    /// The canonical text: an IPv6 address in brackets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
+            Host::Ip(ip) => write!(f, "{ip}"),
+            Host::Name(name) => f.write_str(name),
+        }
+    }
 }
 
 impl Authority {
@@ -291,11 +307,11 @@ impl Authority {
             return None;
         }
         let text = std::str::from_utf8(text).ok()?;
-        let (host, ip, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
             let (literal, after) = rest.split_once(']')?;
             let ip: Ipv6Addr = literal.parse().ok()?;
             let port = if after.is_empty() { None } else { Some(after.strip_prefix(':')?) };
-            (format!("[{ip}]"), Some(IpAddr::V6(ip)), port)
+            (Host::Ip(IpAddr::V6(ip)), port)
         } else {
             let (name, port) = match text.split_once(':') {
                 Some((name, port)) => (name, Some(port)),
@@ -304,15 +320,15 @@ impl Authority {
             if !is_reg_name(name) {
                 return None;
             }
-            let name = name.to_ascii_lowercase();
             let name = match name.strip_suffix('.') {
                 Some("") => return None,
-                Some(trimmed) => trimmed.to_owned(),
+                Some(trimmed) => trimmed,
                 None => name,
             };
+            // Case does not touch digits and dots: an address parses as written.
             match name.parse::<Ipv4Addr>() {
-                Ok(ip) => (ip.to_string(), Some(IpAddr::V4(ip)), port),
-                Err(_) => (name, None, port),
+                Ok(ip) => (Host::Ip(IpAddr::V4(ip)), port),
+                Err(_) => (Host::Name(name.to_ascii_lowercase()), port),
             }
         };
         let port = match port {
@@ -320,13 +336,13 @@ impl Authority {
             Some(digits) if digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit()) => Some(digits.parse::<u16>().ok()?),
             Some(_) => return None,
         };
-        Some(Authority { host, ip, port })
+        Some(Authority { host, port })
     }
 
     fn is_loopback(&self) -> bool {
-        match self.ip {
-            Some(ip) => ip.to_canonical().is_loopback(),
-            None => self.host == "localhost" || self.host.ends_with(".localhost"),
+        match &self.host {
+            Host::Ip(ip) => ip.to_canonical().is_loopback(),
+            Host::Name(name) => name == "localhost" || name.ends_with(".localhost"),
         }
     }
 
@@ -418,36 +434,34 @@ enum BadHost {
     Malformed,
 }
 
+/// An authority a request names, with the bytes it was read from.
+type Named<'r> = (Authority, &'r [u8]);
+
 /// The authorities a request names, each with the text it was read from: its `Host` and the
 /// authority of an absolute-form target (RFC 9112 has a server use the target's; both are
-/// checked). HTTP/1.1 must send `Host`; HTTP/1.0 must name at least one.
-fn named_hosts(request: &Request) -> Result<Vec<(Authority, String)>, (BadHost, String)> {
+/// checked). HTTP/1.1 must send `Host`; HTTP/1.0 must name at least one. Nothing is allocated
+/// for a request whose names are addresses; the text is decoded only to be logged.
+fn named_hosts(request: &Request) -> Result<[Option<Named<'_>>; 2], (BadHost, String)> {
     let mut values = request.headers().get_all(header::HOST).iter();
     let first = values.next();
     if let Some(second) = values.next() {
         let shown = format!("{}, {}", String::from_utf8_lossy(first.map_or(&[][..], HeaderValue::as_bytes)), String::from_utf8_lossy(second.as_bytes()));
         return Err((BadHost::Repeated, shown));
     }
-    let mut named = Vec::with_capacity(2);
-    if let Some(value) = first {
-        let shown = String::from_utf8_lossy(value.as_bytes()).into_owned();
-        match Authority::parse(value.as_bytes()) {
-            Some(authority) => named.push((authority, shown)),
-            None => return Err((BadHost::Malformed, shown)),
-        }
-    } else if request.version() != Version::HTTP_10 {
+    let named_by = |text: &'_ [u8]| Authority::parse(text).ok_or_else(|| (BadHost::Malformed, String::from_utf8_lossy(text).into_owned()));
+    let host = match first {
+        Some(value) => Some((named_by(value.as_bytes())?, value.as_bytes())),
+        None if request.version() != Version::HTTP_10 => return Err((BadHost::Missing, String::new())),
+        None => None,
+    };
+    let target = match request.uri().authority() {
+        Some(target) => Some((named_by(target.as_str().as_bytes())?, target.as_str().as_bytes())),
+        None => None,
+    };
+    if host.is_none() && target.is_none() {
         return Err((BadHost::Missing, String::new()));
     }
-    if let Some(target) = request.uri().authority() {
-        match Authority::parse(target.as_str().as_bytes()) {
-            Some(authority) => named.push((authority, target.as_str().to_owned())),
-            None => return Err((BadHost::Malformed, target.as_str().to_owned())),
-        }
-    }
-    if named.is_empty() {
-        return Err((BadHost::Missing, String::new()));
-    }
-    Ok(named)
+    Ok([host, target])
 }
 
 /// The middleware: Host, Origin, then the token, whose holder the request is served for (the
@@ -534,8 +548,9 @@ fn refused_by_name(shared: &Shared, request: &Request) -> Option<Response> {
     let peer = request.extensions().get::<Peer>().map(|p| p.0);
     match named_hosts(request) {
         Ok(named) => {
-            if let Some((_, shown)) = named.iter().find(|(host, _)| !policy.host_allowed(host)) {
-                tracing::warn!(peer = ?peer, host = %Escaped(&shortened(shown)), "refused a request: its Host is not allowed (DNS rebinding protection; --allow-host adds names)");
+            if let Some((_, shown)) = named.iter().flatten().find(|(host, _)| !policy.host_allowed(host)) {
+                let shown = String::from_utf8_lossy(shown);
+                tracing::warn!(peer = ?peer, host = %Escaped(&shortened(&shown)), "refused a request: its Host is not allowed (DNS rebinding protection; --allow-host adds names)");
                 return Some(refusal(StatusCode::FORBIDDEN, "Host not allowed"));
             }
         }
@@ -666,7 +681,7 @@ mod tests {
             ("[0:0:0:0:0:0:0:1]", "[::1]"),
             ("[::FFFF:127.0.0.1]", "[::ffff:127.0.0.1]"),
         ] {
-            assert_eq!(host(spelling).map(|h| h.host), Some(canonical.to_owned()), "{spelling}");
+            assert_eq!(host(spelling).map(|h| h.host.to_string()), Some(canonical.to_owned()), "{spelling}");
             assert!(allowed(&policy, spelling), "{spelling}");
         }
         assert!(host("mcp.example.com..").is_some() && !allowed(&policy, "mcp.example.com.."), "only one trailing dot is dropped");

@@ -639,7 +639,11 @@ fn parse_body(body: &[u8]) -> Result<serde_json::Value, axum::response::Response
 
 /// A JSON-RPC message as the whole answer.
 fn json_reply(status: StatusCode, line: String) -> axum::response::Response {
-    (status, [(axum::http::header::CONTENT_TYPE, "application/json")], line).into_response()
+    let mut response = axum::response::Response::new(axum::body::Body::from(line));
+    *response.status_mut() = status;
+    // A static value: nothing copied for it.
+    response.headers_mut().insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    response
 }
 
 /// A short text answer.

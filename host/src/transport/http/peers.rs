@@ -13,7 +13,7 @@
 //! client holds something.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 
@@ -64,39 +64,7 @@ impl PeerLimits {
     }
 }
 
-/// One client, as shares are counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct ClientKey(IpAddr);
-
-impl ClientKey {
-    /// The client's address (an IPv6 client's /64, as its first address).
-    pub(super) fn ip(self) -> IpAddr {
-        self.0
-    }
-
-    /// The client at `ip`: an IPv4-mapped address as IPv4, an IPv6 address by its /64.
-    pub(super) fn of(ip: IpAddr) -> ClientKey {
-        match ip {
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => ClientKey(IpAddr::V4(v4)),
-                None => {
-                    let segments = v6.segments();
-                    ClientKey(IpAddr::V6(Ipv6Addr::new(segments[0], segments[1], segments[2], segments[3], 0, 0, 0, 0)))
-                }
-            },
-            v4 => ClientKey(v4),
-        }
-    }
-}
-
-impl std::fmt::Display for ClientKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            IpAddr::V6(v6) => write!(f, "{v6}/64"),
-            v4 => write!(f, "{v4}"),
-        }
-    }
-}
+pub(super) use crate::identity::ClientKey;
 
 /// What a share is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -268,7 +268,7 @@ async fn stateless(
     };
     let has_request = holds_request(&value);
     let (out, mut queue) = outbound_charged(POST_QUEUE, server.budget());
-    let session = Session::one_request_from(server, out.clone(), &client.to_string(), principal);
+    let session = Session::one_request_from(server, out.clone(), client, principal);
     shared.track(&session);
     session.handle_value_on(value, out).await;
     if !has_request {
