@@ -72,10 +72,8 @@ impl fmt::Display for ConfigError {
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     grants: BTreeMap<String, Grant>,
-    /// Per plugin, how an update that changes its definitions is taken (`drift`).
-    drifts: BTreeMap<String, crate::policy::DriftPolicy>,
-    /// `drift` at the top of the main file: the policy of plugins that set none.
-    default_drift: crate::policy::DriftPolicy,
+    /// How a change of each plugin's definitions is taken (`drift`).
+    drift: crate::policy::DriftPolicies,
     access: AccessRules,
     rates: RateRules,
     problems: Vec<ConfigError>,
@@ -122,7 +120,12 @@ impl Config {
     /// How an update of plugin `id` that changes its definitions is taken: its `drift`, else the
     /// main file's, else `warn`.
     pub fn drift(&self, id: &str) -> crate::policy::DriftPolicy {
-        self.drifts.get(id).copied().unwrap_or(self.default_drift)
+        self.drift.of(id)
+    }
+
+    /// Every plugin's `drift` policy.
+    pub fn drift_policies(&self) -> &crate::policy::DriftPolicies {
+        &self.drift
     }
 
     /// Who may see and use which tools, resources and prompts (`[access]`).
@@ -329,8 +332,7 @@ impl Loader {
         }
         Config {
             grants,
-            drifts,
-            default_drift: self.default_drift,
+            drift: crate::policy::DriftPolicies { default: self.default_drift, plugins: drifts },
             access: self.access,
             rates: self.rates,
             problems: self.problems,

@@ -1,7 +1,8 @@
 //! `paddock.lock` and drift control on the real binary: `--locked` refuses a file the lock does
 //! not pin until it is accepted; `hold` keeps serving the old definitions until `paddock lock
 //! --accept`; `block` refuses an update whatever the lock says; `warn` serves it; every drift is
-//! logged with a readable diff (old and new description).
+//! logged with a readable diff (old and new description). A plugin's announced list change is held
+//! to the same policy: `block` and `hold` keep the lists serving, `warn` serves the change.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use anyhow::{Context, Result};
 use paddock_tests::http::{HttpHost, post_modern};
 use paddock_tests::{PluginDir, first_text, fixture_wasm, run_paddock};
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
 /// The `versioned` fixture as version `version`.
 fn versioned(version: u32) -> Vec<u8> {
@@ -139,5 +141,61 @@ async fn drift_block_refuses_the_update_whatever_the_lock_says_and_warn_serves_i
     assert_eq!(version_answering(&host).await?, "v000002");
     let warned = host.wait_for_log("changed its definitions (served)").await?;
     assert!(warned.contains("(v000001)") && warned.contains("(v000002)"), "{warned}");
+    Ok(())
+}
+
+async fn tool_names(host: &HttpHost) -> Result<Vec<String>> {
+    let listed: Value = serde_json::from_str(&post_modern(host, "tools/list", json!({}), &[]).await?.text().await?)?;
+    Ok(listed["result"]["tools"].as_array().context("tools")?.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
+}
+
+/// The fixture announces that its tool list changed (from inside one of its calls).
+async fn announce(host: &HttpHost) -> Result<()> {
+    let reply: Value =
+        serde_json::from_str(&post_modern(host, "tools/call", json!({"name": "fx_notice_flood", "arguments": {"count": 1}}), &[]).await?.text().await?)?;
+    anyhow::ensure!(first_text(&reply["result"]) == "announced", "{reply}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_announced_list_change_is_held_to_the_drift_policy_block_keeps_the_lists_and_warn_serves_it() -> Result<()> {
+    // The fixture lists `extra` while /data/extra-tool exists: a catalog that changes at run time.
+    let data = TempDir::new()?;
+    let grant = format!("files = [{{ host = {:?}, guest = \"/data\", mode = \"ro\" }}]\n", data.path());
+    let plugins = PluginDir::new().add("fx", &fixture_wasm("fixture")).write("fx.toml", &grant).write("paddock.toml", "drift = \"block\"\n");
+    let host = HttpHost::start(plugins.path(), &["--metrics", "127.0.0.1:0"]).await?;
+    let line = host.wait_for_log("metrics_address").await?;
+    let record: Value = serde_json::from_str(&line)?;
+    let metrics = record.pointer("/fields/metrics_address").or_else(|| record.get("metrics_address")).and_then(Value::as_str).context("metrics_address")?;
+    let metrics = format!("http://{metrics}/metrics");
+    assert!(!tool_names(&host).await?.contains(&"fx_extra".to_owned()));
+
+    std::fs::write(data.path().join("extra-tool"), b"")?;
+    announce(&host).await?;
+    let refused = host.wait_for_log("refused a list change").await?;
+    assert!(
+        refused.contains("fx") && refused.contains("drift = block") && refused.contains("fx_extra"),
+        "the refusal names the plugin and the change: {refused}"
+    );
+    assert!(!tool_names(&host).await?.contains(&"fx_extra".to_owned()), "the lists serving stay");
+    let called: Value = serde_json::from_str(&post_modern(&host, "tools/call", json!({"name": "fx_extra", "arguments": {}}), &[]).await?.text().await?)?;
+    assert!(called["error"].is_object(), "a tool the policy refused is not callable: {called}");
+    let scraped = reqwest::get(&metrics).await?.text().await?;
+    let counted =
+        scraped.lines().find_map(|l| l.strip_prefix("paddock_plugin_refusals_total{plugin=\"fx\",kind=\"drift\"} ")).and_then(|v| v.parse::<f64>().ok());
+    assert!(counted.is_some_and(|n| n >= 1.0), "the refusal is counted: {scraped}");
+
+    // The operator lets this plugin's changes through with a warning: the next announcement
+    // (once the folder has read the configuration again) is served, the diff logged.
+    std::fs::write(plugins.path().join("paddock.toml"), "drift = \"block\"\n[plugins.fx]\ndrift = \"warn\"\n")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tool_names(&host).await?.contains(&"fx_extra".to_owned()) {
+        anyhow::ensure!(Instant::now() < deadline, "the change was never served under warn; log:\n{}", host.log_text());
+        announce(&host).await?;
+        // Polled, as a client would list again; bounded by the deadline.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let warned = host.wait_for_log("announced changed definitions (served)").await?;
+    assert!(warned.contains("fx_extra"), "{warned}");
     Ok(())
 }

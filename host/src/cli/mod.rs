@@ -815,6 +815,7 @@ async fn load_server(
     let callers =
         crate::mcp::CallerPolicy { access: loaded.config.access().clone(), rates: crate::rate_limits::RateLimits::new(loaded.config.rates().clone()), audit };
     let server = crate::session::ServerState::for_replica(router, state_key, limits, budget, callers, replica, store);
+    server.set_drift_policies(loaded.config.drift_policies().clone());
     // Plugins served from their recorded catalogs have their lists read again once loaded.
     server.confirm_recorded_lists();
     // The feed runs as long as the process: it holds the server only weakly. Tasks other

@@ -228,6 +228,7 @@ impl Folder {
         let mut state = self.state.lock().await;
         let config = Config::load(&self.dir, self.config_file.as_deref());
         let (mut look, updates) = self.load_changes(&mut state, config, self.settle, false).await;
+        server.set_drift_policies(look.config.drift_policies().clone());
         server.swap(|current| {
             let (router, errors) = plan(&mut state, Some(current), &updates, &mut look);
             look.router_errors = errors;

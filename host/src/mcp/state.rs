@@ -22,7 +22,9 @@ use tokio::sync::broadcast;
 use crate::escape::Escaped;
 use crate::input::StateKey;
 use crate::plugin::ListKind;
+use crate::policy::DriftPolicy;
 use crate::router::Router;
+use crate::router::definitions::Definitions;
 
 /// How long a legacy session waits for its client to answer one round of input requests
 /// (a person may be filling in a form). The plugin's own deadline does not run meanwhile.
@@ -130,6 +132,8 @@ pub struct ServerState {
     pub(crate) approvals: super::spent::Spent,
     /// Files of the plugins folder that are not served as they are on disk, and why.
     problems: RwLock<Arc<[ServingProblem]>>,
+    /// How a change of each plugin's definitions is taken, announced lists included.
+    drift: RwLock<Arc<crate::policy::DriftPolicies>>,
 }
 
 /// A file the server does not serve as it is on disk (it failed to load, or its update was held
@@ -225,6 +229,7 @@ impl ServerState {
             runs: tokio_util::task::TaskTracker::new(),
             approvals: super::spent::Spent::default(),
             problems: RwLock::new(Arc::from(Vec::new())),
+            drift: RwLock::new(Arc::default()),
         })
     }
 
@@ -254,6 +259,20 @@ impl ServerState {
     /// Records the files not served as they are on disk (`/readyz` shows them).
     pub fn set_problems(&self, problems: Vec<ServingProblem>) {
         *self.problems.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(problems);
+    }
+
+    /// Sets how a change of each plugin's definitions is taken (the configuration's `drift`):
+    /// the policy a plugin's announced list change is held to.
+    pub fn set_drift_policies(&self, policies: crate::policy::DriftPolicies) {
+        let mut drift = self.drift.write().unwrap_or_else(|e| e.into_inner());
+        if **drift != policies {
+            *drift = Arc::new(policies);
+        }
+    }
+
+    /// How a change of plugin `id`'s definitions is taken.
+    fn drift_policy(&self, id: &str) -> crate::policy::DriftPolicy {
+        self.drift.read().unwrap_or_else(|e| e.into_inner()).of(id)
     }
 
     /// The files not served as they are on disk, and why.
@@ -429,6 +448,7 @@ impl ServerState {
                     error = %Escaped(&error.to_string()),
                     "refused a list change: reading the plugin's lists again failed; the previous lists stay served"
                 );
+                count_refusal(plugin, "lists");
                 return;
             }
         };
@@ -447,9 +467,13 @@ impl ServerState {
                 Ok(next) => next,
                 Err(error) => {
                     tracing::warn!(plugin, refusal = "lists", error = %Escaped(&error.to_string()), "refused a list change; the previous lists stay served");
+                    count_refusal(plugin, "lists");
                     return;
                 }
             };
+            if !self.drift_allows(plugin, &current, &next) {
+                return;
+            }
             let mut announced = kinds;
             announced.extend(ListKind::ALL.into_iter().filter(|kind| differs(&current, &next, *kind)));
             *self.router.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
@@ -459,6 +483,49 @@ impl ServerState {
         for kind in announced {
             let _ = self.changes.send(Change::List(kind));
         }
+    }
+}
+
+impl ServerState {
+    /// Whether `plugin`'s definitions in `next` may replace those `current` serves, as its drift
+    /// policy says: `allow` and `warn` take any change and log it with a readable diff; `hold`
+    /// and `block` keep the lists serving when any definition changed, and log the refusal.
+    /// (Accepting a held change is loading the plugin's file again, which the folder checks.)
+    fn drift_allows(&self, plugin: &str, current: &Router, next: &Router) -> bool {
+        let drift = Definitions::of(current, plugin).drift(&Definitions::of(next, plugin));
+        if drift.is_empty() {
+            return true;
+        }
+        let diff = drift.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  ");
+        let shown = Escaped(plugin);
+        match self.drift_policy(plugin) {
+            DriftPolicy::Allow => {
+                tracing::info!(plugin = %shown, drift = "allow", "plugin `{shown}` announced changed definitions:\n  {diff}");
+                true
+            }
+            DriftPolicy::Warn => {
+                tracing::warn!(plugin = %shown, drift = "warn", "plugin `{shown}` announced changed definitions (served):\n  {diff}");
+                true
+            }
+            policy @ (DriftPolicy::Hold | DriftPolicy::Block) => {
+                tracing::error!(
+                    plugin = %shown,
+                    refusal = "drift",
+                    drift = policy.as_str(),
+                    "refused a list change: plugin `{shown}` announced changed definitions while serving (drift = {}); the previous lists stay served:\n  {diff}",
+                    policy.as_str()
+                );
+                count_refusal(plugin, "drift");
+                false
+            }
+        }
+    }
+}
+
+/// Counts a refused list change of `plugin` (`paddock_plugin_refusals_total`).
+fn count_refusal(plugin: &str, kind: &'static str) {
+    if let Some(metrics) = crate::telemetry::metrics::get() {
+        metrics.plugin_refusal(&Arc::from(plugin), kind);
     }
 }
 

@@ -50,3 +50,19 @@ impl DriftPolicy {
         }
     }
 }
+
+/// Every plugin's drift policy: the ones configured per plugin, and the policy of the rest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriftPolicies {
+    /// `drift` at the top of the main file: the policy of plugins that set none.
+    pub default: DriftPolicy,
+    /// Per plugin, its own `drift`.
+    pub plugins: std::collections::BTreeMap<String, DriftPolicy>,
+}
+
+impl DriftPolicies {
+    /// How a change of plugin `id`'s definitions is taken: its own policy, else the default.
+    pub fn of(&self, id: &str) -> DriftPolicy {
+        self.plugins.get(id).copied().unwrap_or(self.default)
+    }
+}

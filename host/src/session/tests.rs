@@ -48,6 +48,8 @@ pub(crate) struct FakeState {
     withdrawn_tools: std::sync::Mutex<Vec<String>>,
     /// Prompts the plugin declares when its lists are read again.
     extra_prompts: std::sync::Mutex<Vec<String>>,
+    /// The description `echo` has when the lists are read again, when set.
+    echo_described: std::sync::Mutex<Option<String>>,
     /// Times the lists were read again.
     reloads: AtomicUsize,
     /// While set, reading the lists again waits for `reloads_released`.
@@ -165,6 +167,11 @@ impl Plugin for FakePlugin {
             let withdrawn = self.state.withdrawn_tools.lock().unwrap().clone();
             catalog.tools.retain(|tool| !withdrawn.contains(&tool.name));
             catalog.prompts.extend(self.state.extra_prompts.lock().unwrap().iter().map(Prompt::new));
+            if let Some(description) = self.state.echo_described.lock().unwrap().clone() {
+                for echo in catalog.tools.iter_mut().filter(|t| t.name == "echo") {
+                    *echo = echo.clone().with_description(description.clone());
+                }
+            }
             Ok(catalog)
         })
     }
