@@ -44,6 +44,7 @@ mod startup;
 mod stdio;
 mod websocket;
 mod wrk;
+mod ws_load;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -628,8 +629,9 @@ fn report_http(args: &Args, results: &Results<[HttpFigures; 2]>, cores: machine:
 
 fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio_results: &Results<Vec<StdioFigures>>) {
     println!(
-        "WebSocket `/ws` (subprotocol `mcp`), `text_echo`, one connection: {} sequential calls (after {WARM_UP_CALLS} to warm up), then {IN_FLIGHT} in flight; medians of {} round(s); 1-minute load at each round: {}{}",
+        "WebSocket `/ws` (subprotocol `mcp`), `text_echo`, one connection: {} sequential calls (after {WARM_UP_CALLS} to warm up) from the harness's client; then {} calls (after {WARM_UP_CALLS}) with {IN_FLIGHT} in flight from a lean blocking client on the client core, the server on the server core (the window refilled after each read, as the stdio figure's client does); medians of {} round(s); 1-minute load at each round: {}{}",
         args.calls,
+        (args.calls * 5).max(IN_FLIGHT * 4),
         args.rounds,
         results.loads(),
         results.took()
@@ -638,6 +640,10 @@ fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio
     let pick = |figure: fn(&WebSocketFigures) -> f64| results.medians(figure);
     let (ws_paddock, ws_native) = pick(|f| f.calls_per_s);
     let mut rows = vec![(format!("WebSocket calls/s, {IN_FLIGHT} in flight"), ws_paddock, ws_native)];
+    let (cpu_paddock, cpu_native) = pick(|f| f.server_cpu_us);
+    rows.push((format!("WebSocket server CPU per call, {IN_FLIGHT} in flight (µs)"), cpu_paddock, cpu_native));
+    let (client_paddock, client_native) = pick(|f| 100.0 * f.client_cpu);
+    rows.push((format!("WebSocket load client's share of its core, {IN_FLIGHT} in flight (%)"), client_paddock, client_native));
     let (p50_paddock, p50_native) = pick(|f| f.seq_p50_us);
     rows.push(("WebSocket sequential `tools/call` p50 (µs)".into(), p50_paddock, p50_native));
     let (p99_paddock, p99_native) = pick(|f| f.seq_p99_us);
@@ -652,6 +658,8 @@ fn report_websocket(args: &Args, results: &Results<[WebSocketFigures; 2]>, stdio
     let (stdio_paddock, stdio_native) = stdio_results.medians(|f| f.pipelined[depth_index]);
     rows.push((format!("stdio pipelined calls/s, {IN_FLIGHT} in flight (stdio section of this run)"), stdio_paddock, stdio_native));
     rows.push((format!("WebSocket calls/s as % of stdio's, {IN_FLIGHT} in flight"), 100.0 * ws_paddock / stdio_paddock, 100.0 * ws_native / stdio_native));
+    let (stdio_cpu_paddock, stdio_cpu_native) = stdio_results.medians(|f| f.pipelined_server_cpu_us.get(depth_index).copied().unwrap_or(f64::NAN));
+    rows.push((format!("stdio server CPU per call, {IN_FLIGHT} in flight (µs; stdio section of this run)"), stdio_cpu_paddock, stdio_cpu_native));
     comparison_table(&rows);
 }
 

@@ -38,6 +38,11 @@ pub fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
     Ok(total)
 }
 
+/// The CPU time the calling thread has used (`/proc/thread-self/schedstat`), in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
 /// Minor page faults `pid` has taken so far (`/proc/PID/stat`, the tenth field).
 pub fn minor_faults(pid: u32) -> anyhow::Result<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;

@@ -126,6 +126,8 @@ pub struct StdioFigures {
     pub pipelined: Vec<f64>,
     /// The client thread's share of its core at each depth (1.0: the rate is its limit).
     pub pipelined_client: Vec<f64>,
+    /// The server's CPU per call (every thread), in µs, per depth.
+    pub pipelined_server_cpu_us: Vec<f64>,
     pub peak_rss_mb: f64,
 }
 
@@ -310,15 +312,18 @@ pub fn round(target: &Target, calls: usize, cores: Cores) -> Result<StdioFigures
         for depth in DEPTHS {
             let total = (calls * 2).max(depth * 4);
             let others = Others::start(&[server.pid()]);
-            let client_before = thread_cpu_ns();
+            let client_before = crate::measure::thread_cpu_ns();
+            let server_before = crate::measure::cpu_ns(server.pid())?;
             let started = Instant::now();
             let rate = pipelined(&mut server, &target.tool, depth, total, next_id);
-            let client = (thread_cpu_ns() - client_before) as f64 / 1e9 / started.elapsed().as_secs_f64();
+            let client = (crate::measure::thread_cpu_ns() - client_before) as f64 / 1e9 / started.elapsed().as_secs_f64();
+            let server_cpu_us = crate::measure::cpu_ns(server.pid()).map(|after| (after - server_before) as f64 / 1e3 / total as f64).unwrap_or(f64::NAN);
             machine::record(format!("stdio, {}, {depth} in flight", target.name), others.finish());
             match rate {
                 Ok(rate) => {
                     figures.pipelined.push(rate);
                     figures.pipelined_client.push(client);
+                    figures.pipelined_server_cpu_us.push(server_cpu_us);
                     peak_rss = peak_rss_mb(server.pid())?;
                 }
                 // A peer that fails a depth is reported as failing it (and every deeper one).
@@ -326,6 +331,7 @@ pub fn round(target: &Target, calls: usize, cores: Cores) -> Result<StdioFigures
                     eprintln!("paddock-bench: {} failed with {depth} calls in flight: {err:#}", target.name);
                     figures.pipelined.resize(DEPTHS.len(), f64::NAN);
                     figures.pipelined_client.resize(DEPTHS.len(), f64::NAN);
+                    figures.pipelined_server_cpu_us.resize(DEPTHS.len(), f64::NAN);
                     break;
                 }
                 Err(err) => return Err(err.context(format!("{}: {depth} in flight", target.name))),
@@ -354,9 +360,4 @@ pub fn round(target: &Target, calls: usize, cores: Cores) -> Result<StdioFigures
         Ok((figures, stateless))
     })?;
     Ok(figures)
-}
-
-/// Nanoseconds the calling thread has spent on a CPU.
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }

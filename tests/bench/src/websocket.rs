@@ -1,7 +1,8 @@
 //! The WebSocket section: one connection to `/ws` (subprotocol `mcp`, `TCP_NODELAY`),
 //! `initialize` first, then `tools/call text_echo` as text frames: sequential latency (p50, p99),
-//! then calls per second with 64 requests kept in flight, counted exactly like the stdio
-//! pipelined figure so the two can be set side by side.
+//! then calls per second with 64 requests kept in flight from the lean client of `ws_load` on the
+//! client core (refilled as the stdio figure's client refills its pipe, so the two can be set side
+//! by side), with the server's CPU per call and the client's share of its core.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -17,9 +18,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::http::HttpServer;
 use crate::machine::{self, Cores, Others, ProcessOnCore};
-use crate::measure::{micros, p50_p99};
+use crate::measure::{cpu_ns, micros, p50_p99};
 use crate::process::WAIT;
-use crate::stdio::{INITIALIZE, INITIALIZED, echo_call};
+use crate::stdio::{INITIALIZE, INITIALIZED, WARM_UP_CALLS, echo_call};
+use crate::ws_load;
 
 /// Requests kept in flight for the throughput figure.
 pub const IN_FLIGHT: usize = 64;
@@ -28,6 +30,10 @@ pub const IN_FLIGHT: usize = 64;
 #[derive(Debug, Clone, Default)]
 pub struct WebSocketFigures {
     pub calls_per_s: f64,
+    /// The server's CPU per call with `IN_FLIGHT` in flight (every thread), in µs.
+    pub server_cpu_us: f64,
+    /// The load client's share of its core over that run.
+    pub client_cpu: f64,
     pub seq_p50_us: f64,
     pub seq_p99_us: f64,
 }
@@ -67,7 +73,7 @@ async fn next_text(socket: &mut Socket) -> Result<String> {
     }
 }
 
-/// One WebSocket measurement on a running server.
+/// Sequential latency on a running server.
 async fn measure(addr: SocketAddr, calls: usize) -> Result<WebSocketFigures> {
     let mut socket = connect(addr).await?;
     let mut next_id = 1;
@@ -88,23 +94,8 @@ async fn measure(addr: SocketAddr, calls: usize) -> Result<WebSocketFigures> {
     }
     let (seq_p50_us, seq_p99_us) = p50_p99(&mut latencies);
 
-    let total = (calls * 2).max(IN_FLIGHT * 4);
-    let started = Instant::now();
-    let (mut sent, mut received) = (0, 0);
-    while received < total {
-        while sent < total && sent - received < IN_FLIGHT {
-            next_id += 1;
-            timeout(WAIT, socket.feed(Message::text(echo_call(next_id)))).await.context("send timed out")??;
-            sent += 1;
-        }
-        timeout(WAIT, socket.flush()).await.context("flush timed out")??;
-        let reply = next_text(&mut socket).await?;
-        ensure!(reply.contains("\"result\""), "a call failed: {reply}");
-        received += 1;
-    }
-    let calls_per_s = total as f64 / started.elapsed().as_secs_f64();
     let _ = timeout(Duration::from_secs(5), socket.close(None)).await;
-    Ok(WebSocketFigures { calls_per_s, seq_p50_us, seq_p99_us })
+    Ok(WebSocketFigures { seq_p50_us, seq_p99_us, ..WebSocketFigures::default() })
 }
 
 /// One WebSocket round: Paddock, then native, each on a fresh HTTP server bound to the server
@@ -117,8 +108,19 @@ pub fn round(paddock: &[String], native: &[String], runtime: &Runtime, calls: us
         let bound = ProcessOnCore::bind(cores.client)?;
         let measured = runtime.block_on(measure(server.addr, calls));
         drop(bound);
-        machine::record(format!("WebSocket, {name}"), others.finish());
+        machine::record(format!("WebSocket, {name}, sequential"), others.finish());
         *figures = measured.with_context(|| format!("{name} over WebSocket; its stderr ends:\n{}", server.stderr_tail()))?;
+        let others = Others::start(&[server.pid()]);
+        let cpu_before = cpu_ns(server.pid())?;
+        let total = (calls * 5).max(IN_FLIGHT * 4);
+        let load = machine::on_core(cores.client, || ws_load::pipelined(server.addr, IN_FLIGHT, WARM_UP_CALLS, total));
+        let cpu_after = cpu_ns(server.pid())?;
+        machine::record(format!("WebSocket, {name}, {IN_FLIGHT} in flight"), others.finish());
+        let load = load.with_context(|| format!("{name} over WebSocket, {IN_FLIGHT} in flight; its stderr ends:\n{}", server.stderr_tail()))?;
+        figures.calls_per_s = load.calls_per_s;
+        figures.client_cpu = load.client_cpu;
+        // The warm-up's calls are inside the server's CPU window too.
+        figures.server_cpu_us = (cpu_after - cpu_before) as f64 / 1e3 / (total + WARM_UP_CALLS) as f64;
         server.stop()?;
     }
     Ok(figures)

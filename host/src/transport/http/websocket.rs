@@ -33,7 +33,7 @@ use super::ws_frames::{MessageWatch, Watched};
 use super::{ConnectionHeld, Shared};
 use crate::identity::{Principal, Transport};
 use crate::jsonrpc::{self, ErrorObject};
-use crate::session::{ServerState, Session, outbound_charged};
+use crate::session::{Outgoing, ServerState, Session, outbound_charged};
 
 const SUBPROTOCOL: &str = "mcp";
 /// How long the writer may take to flush and close once the session is done.
@@ -106,6 +106,34 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Requ
     response
 }
 
+/// The most replies one write carries, and the bytes after which no more are added.
+const BATCH_FRAMES: usize = 64;
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// Sends `first` and the replies queued behind it in one flush. The writer first lets the tasks
+/// that are ready to run have their turn (under load they are finishing more replies), so many
+/// replies share one write, as they do on stdio, where the writer is a thread of its own; alone,
+/// a reply goes out at once. The replies stay charged to their session until they are written.
+async fn send_batch<S>(sink: &mut S, queue: &mut crate::session::OutboundReceiver, first: Outgoing, sent: &mut Vec<Outgoing>) -> Result<(), S::Error>
+where
+    S: futures::Sink<Message> + Unpin,
+{
+    let mut bytes = first.line.len();
+    sent.push(first);
+    tokio::task::yield_now().await;
+    while sent.len() < BATCH_FRAMES && bytes < BATCH_BYTES {
+        let Some(frame) = queue.try_recv() else { break };
+        bytes += frame.line.len();
+        sent.push(frame);
+    }
+    for frame in sent.iter_mut() {
+        sink.feed(Message::text(std::mem::take(&mut frame.line))).await?;
+    }
+    let flushed = sink.flush().await;
+    sent.clear();
+    flushed
+}
+
 /// How long the read loop waits for the next frame: until the client has been silent too long,
 /// or until the message it is half-way through is due, whichever comes first.
 fn next_wait(silence: Duration, message_deadline: Duration, watch: &MessageWatch) -> (Duration, bool) {
@@ -129,6 +157,7 @@ where
     let keep_alive = shared.options.limits.keep_alive;
     let (close_tx, mut close_rx) = tokio::sync::oneshot::channel::<CloseFrame>();
     let writer = tokio::spawn(async move {
+        let mut sent = Vec::new();
         let mut ping = tokio::time::interval(keep_alive);
         ping.tick().await;
         let close = loop {
@@ -139,7 +168,7 @@ where
                 close = &mut close_rx => break close.ok(),
                 frame = queue.recv() => match frame {
                     Some(frame) => {
-                        if sink.send(Message::text(frame.line)).await.is_err() {
+                        if send_batch(&mut sink, &mut queue, frame, &mut sent).await.is_err() {
                             return;
                         }
                     }
@@ -225,5 +254,75 @@ where
     let mut writer = writer;
     if tokio::time::timeout(CLOSE_GRACE, &mut writer).await.is_err() {
         writer.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use super::*;
+    use crate::session::{OutboundLimits, outbound};
+
+    /// A sink that records each message and each flush (the messages each write carried).
+    #[derive(Default)]
+    struct Writes {
+        pending: Vec<String>,
+        flushed: Vec<Vec<String>>,
+    }
+
+    impl futures::Sink<Message> for Writes {
+        type Error = std::convert::Infallible;
+        fn poll_ready(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+        fn start_send(mut self: Pin<&mut Self>, message: Message) -> Result<(), Self::Error> {
+            self.pending.push(message.into_text().expect("text").as_str().to_owned());
+            Ok(())
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            let batch = std::mem::take(&mut self.pending);
+            self.flushed.push(batch);
+            Poll::Ready(Ok(()))
+        }
+        fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn replies_finished_while_the_writer_waits_for_its_turn_share_one_write_in_order() {
+        let (out, mut queue) = outbound(OutboundLimits { messages: 256, bytes: 1 << 20 });
+        let mut sink = Writes::default();
+        let mut sent = Vec::new();
+
+        // Alone: one reply, one write.
+        assert!(out.notify("alone".into()));
+        let first = queue.recv().await.expect("queued");
+        send_batch(&mut sink, &mut queue, first, &mut sent).await.expect("sent");
+        assert_eq!(sink.flushed, vec![vec!["alone".to_owned()]]);
+
+        // Three tasks finish their replies while the writer has yielded its turn.
+        for i in 0..3 {
+            let out = out.clone();
+            tokio::spawn(async move { assert!(out.notify(format!("reply {i}"))) });
+        }
+        assert!(out.notify("first".into()));
+        let first = queue.recv().await.expect("queued");
+        send_batch(&mut sink, &mut queue, first, &mut sent).await.expect("sent");
+        assert_eq!(sink.flushed[1], ["first", "reply 0", "reply 1", "reply 2"], "one write carries them, in order");
+        assert!(sent.is_empty(), "nothing stays held once written");
+
+        // No write carries more than BATCH_FRAMES replies; the rest go in the next.
+        for i in 0..BATCH_FRAMES + 5 {
+            assert!(out.notify(format!("{i}")));
+        }
+        let first = queue.recv().await.expect("queued");
+        send_batch(&mut sink, &mut queue, first, &mut sent).await.expect("sent");
+        assert_eq!(sink.flushed[2].len(), BATCH_FRAMES);
+        let first = queue.recv().await.expect("queued");
+        send_batch(&mut sink, &mut queue, first, &mut sent).await.expect("sent");
+        assert_eq!(sink.flushed[3].len(), 5);
     }
 }
