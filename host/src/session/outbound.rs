@@ -220,7 +220,27 @@ impl OutboundReceiver {
     pub fn try_recv(&mut self) -> Option<Outgoing> {
         self.rx.try_recv().ok()
     }
+
+    /// Puts `first` in `batch`, then, once the tasks that are ready to run have had their turn
+    /// (under load they are finishing more replies), the messages queued behind it, in order: at
+    /// most `BATCH_MESSAGES`, and none more once `BATCH_BYTES` are in. A writer that sends a batch
+    /// in one write makes one system call for many replies; a message alone goes out at once.
+    pub async fn fill_batch(&mut self, first: Outgoing, batch: &mut Vec<Outgoing>) {
+        let mut bytes = first.line.len();
+        batch.push(first);
+        tokio::task::yield_now().await;
+        while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
+            let Some(message) = self.try_recv() else { break };
+            bytes += message.line.len();
+            batch.push(message);
+        }
+    }
 }
+
+/// The most messages a writer's batch holds (`OutboundReceiver::fill_batch`).
+pub const BATCH_MESSAGES: usize = 64;
+/// The bytes after which a writer's batch takes no more messages.
+pub const BATCH_BYTES: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {

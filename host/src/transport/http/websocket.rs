@@ -33,7 +33,7 @@ use super::ws_frames::{MessageWatch, Watched};
 use super::{ConnectionHeld, Shared};
 use crate::identity::{Principal, Transport};
 use crate::jsonrpc::{self, ErrorObject};
-use crate::session::{Outgoing, ServerState, Session, outbound_charged};
+use crate::session::{OutboundReceiver, Outgoing, ServerState, Session, outbound_charged};
 
 const SUBPROTOCOL: &str = "mcp";
 /// How long the writer may take to flush and close once the session is done.
@@ -106,26 +106,13 @@ pub(super) async fn upgrade(State(shared): State<Arc<Shared>>, mut request: Requ
     response
 }
 
-/// The most replies one write carries, and the bytes after which no more are added.
-const BATCH_FRAMES: usize = 64;
-const BATCH_BYTES: usize = 64 * 1024;
-
-/// Sends `first` and the replies queued behind it in one flush. The writer first lets the tasks
-/// that are ready to run have their turn (under load they are finishing more replies), so many
-/// replies share one write, as they do on stdio, where the writer is a thread of its own; alone,
-/// a reply goes out at once. The replies stay charged to their session until they are written.
-async fn send_batch<S>(sink: &mut S, queue: &mut crate::session::OutboundReceiver, first: Outgoing, sent: &mut Vec<Outgoing>) -> Result<(), S::Error>
+/// Sends `first` and the replies queued behind it (`OutboundReceiver::fill_batch`) in one
+/// flush. The replies stay charged to their session until they are written.
+async fn send_batch<S>(sink: &mut S, queue: &mut OutboundReceiver, first: Outgoing, sent: &mut Vec<Outgoing>) -> Result<(), S::Error>
 where
     S: futures::Sink<Message> + Unpin,
 {
-    let mut bytes = first.line.len();
-    sent.push(first);
-    tokio::task::yield_now().await;
-    while sent.len() < BATCH_FRAMES && bytes < BATCH_BYTES {
-        let Some(frame) = queue.try_recv() else { break };
-        bytes += frame.line.len();
-        sent.push(frame);
-    }
+    queue.fill_batch(first, sent).await;
     for frame in sent.iter_mut() {
         sink.feed(Message::text(std::mem::take(&mut frame.line))).await?;
     }
@@ -263,7 +250,7 @@ mod tests {
     use std::task::{Context, Poll};
 
     use super::*;
-    use crate::session::{OutboundLimits, outbound};
+    use crate::session::{BATCH_MESSAGES, OutboundLimits, outbound};
 
     /// A sink that records each message and each flush (the messages each write carried).
     #[derive(Default)]
@@ -314,13 +301,13 @@ mod tests {
         assert_eq!(sink.flushed[1], ["first", "reply 0", "reply 1", "reply 2"], "one write carries them, in order");
         assert!(sent.is_empty(), "nothing stays held once written");
 
-        // No write carries more than BATCH_FRAMES replies; the rest go in the next.
-        for i in 0..BATCH_FRAMES + 5 {
+        // No write carries more than BATCH_MESSAGES replies; the rest go in the next.
+        for i in 0..BATCH_MESSAGES + 5 {
             assert!(out.notify(format!("{i}")));
         }
         let first = queue.recv().await.expect("queued");
         send_batch(&mut sink, &mut queue, first, &mut sent).await.expect("sent");
-        assert_eq!(sink.flushed[2].len(), BATCH_FRAMES);
+        assert_eq!(sink.flushed[2].len(), BATCH_MESSAGES);
         let first = queue.recv().await.expect("queued");
         send_batch(&mut sink, &mut queue, first, &mut sent).await.expect("sent");
         assert_eq!(sink.flushed[3].len(), 5);

@@ -300,11 +300,14 @@ async fn end_of_input(session: Arc<Session>) {
     }
 }
 
+/// Writes the session's messages one per line until every sender is gone, each batch
+/// (`OutboundReceiver::fill_batch`) in one flush.
 async fn write_lines<W: AsyncWrite + Unpin>(mut rx: OutboundReceiver, output: W) -> std::io::Result<()> {
     let mut output = tokio::io::BufWriter::with_capacity(64 * 1024, output);
-    while let Some(frame) = rx.recv().await {
-        write_frame(&mut output, frame).await?;
-        while let Some(frame) = rx.try_recv() {
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        rx.fill_batch(first, &mut batch).await;
+        for frame in batch.drain(..) {
             write_frame(&mut output, frame).await?;
         }
         output.flush().await?;
@@ -320,6 +323,36 @@ async fn write_frame<W: AsyncWrite + Unpin>(output: &mut W, frame: Outgoing) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An output that records what each write carried.
+    struct Writes(Vec<Vec<u8>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>, bytes: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+            self.0.push(bytes.to_vec());
+            std::task::Poll::Ready(Ok(bytes.len()))
+        }
+        fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn replies_finished_while_the_writer_waits_for_its_turn_share_one_write() {
+        let (out, rx) = crate::session::outbound(crate::session::OutboundLimits { messages: 16, bytes: 1 << 20 });
+        assert!(out.notify("first".into()));
+        for i in 0..3 {
+            let out = out.clone();
+            tokio::spawn(async move { assert!(out.notify(format!("reply {i}"))) });
+        }
+        drop(out);
+        let mut output = Writes(Vec::new());
+        write_lines(rx, &mut output).await.expect("written");
+        assert_eq!(output.0, vec![b"first\nreply 0\nreply 1\nreply 2\n".to_vec()], "one write, in order");
+    }
 
     fn split(chunks: &[&[u8]], max: usize) -> Vec<Line> {
         let mut splitter = Splitter::new(max);
