@@ -1,9 +1,10 @@
 //! The WebSocket load client: a lean one, on a thread bound to the client core, so that calls per
 //! second with many requests in flight measure the server, not the client (the harness's own
-//! `tokio-tungstenite` client spent more CPU per message than the server it measured). Blocking
-//! reads and writes on one socket; each read takes every reply that arrived, and the requests
-//! that refill the window go out together in one write, as the stdio figure's client does. The
-//! frames are masked as RFC 6455 requires of a client.
+//! `tokio-tungstenite` client was the limit of the native baseline: 97k calls/s against 117–187k
+//! with this one, which uses a fifth of its core there). Blocking reads and writes on one socket;
+//! each read takes every reply that arrived, and the requests that refill the window go out
+//! together in one write, as the stdio figure's client does. The frames are masked as RFC 6455
+//! requires of a client.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
