@@ -38,7 +38,7 @@ use std::time::{Duration, SystemTime};
 use crate::config::Config;
 use crate::mcp::{ServerState, ServingProblem};
 use crate::plugin::Plugin;
-use crate::policy::{DriftPolicy, Grant};
+use crate::policy::{DriftPolicy, DriftSource, Grant};
 use crate::router::definitions::Definitions;
 use crate::router::{Prefix, Router, RouterEntry, RouterError};
 use crate::runtime::{Candidate, LoadProblem, LoadedPlugin, Runtime, WasmPlugin};
@@ -480,7 +480,7 @@ fn plan(state: &mut State, current: Option<&Arc<Router>>, updates: &[Update], lo
         if blamed.is_empty() {
             for (id, update) in &accepted {
                 let lines = drifted(state.lock.as_ref(), current.map(|r| &**r), &router, id, update.drift);
-                if !lines.is_empty() && matches!(update.drift, DriftPolicy::Hold | DriftPolicy::Block) {
+                if !lines.is_empty() && !update.drift.serves() {
                     held.push((*id, take_drift(id, update.drift, &lines).unwrap_or_default()));
                 }
             }
@@ -551,30 +551,17 @@ fn drifted(lock: Option<&Lock>, current: Option<&Router>, router: &Router, id: &
     }
 }
 
-/// Logs a drift as its policy says, and returns why the update is not served (`hold`, `block`).
+/// Logs a change of plugin `id`'s definitions as `policy` takes it; for a held or refused
+/// update, the problem `/readyz` reports.
 fn take_drift(id: &str, policy: DriftPolicy, lines: &[String]) -> Option<String> {
-    let diff = lines.join("\n  ");
-    let plugin = crate::escape::Escaped(id);
+    policy.log(id, DriftSource::Update, lines);
     match policy {
-        DriftPolicy::Allow => {
-            tracing::info!(plugin = %plugin, drift = "allow", "plugin `{plugin}` changed its definitions:\n  {diff}");
-            None
-        }
-        DriftPolicy::Warn => {
-            tracing::warn!(plugin = %plugin, drift = "warn", "plugin `{plugin}` changed its definitions (served):\n  {diff}");
-            None
-        }
-        DriftPolicy::Hold => {
-            tracing::warn!(plugin = %plugin, drift = "hold", "plugin `{plugin}` changed its definitions; held until accepted:\n  {diff}");
-            Some(format!(
-                "update held: its definitions changed ({}); what served before keeps serving until the change is accepted (fix: review it, then `paddock lock --accept {id}`)",
-                lines.join("; ")
-            ))
-        }
-        DriftPolicy::Block => {
-            tracing::error!(plugin = %plugin, drift = "block", "plugin `{plugin}` changed its definitions; update refused:\n  {diff}");
-            Some(format!("update refused (drift = block): its definitions changed ({}); what served before keeps serving", lines.join("; ")))
-        }
+        DriftPolicy::Allow | DriftPolicy::Warn => None,
+        DriftPolicy::Hold => Some(format!(
+            "update held: its definitions changed ({}); what served before keeps serving until the change is accepted (fix: review it, then `paddock lock --accept {id}`)",
+            lines.join("; ")
+        )),
+        DriftPolicy::Block => Some(format!("update refused (drift = block): its definitions changed ({}); what served before keeps serving", lines.join("; "))),
     }
 }
 

@@ -22,7 +22,7 @@ use tokio::sync::broadcast;
 use crate::escape::Escaped;
 use crate::input::StateKey;
 use crate::plugin::ListKind;
-use crate::policy::DriftPolicy;
+use crate::policy::{DriftPolicy, DriftSource};
 use crate::router::Router;
 use crate::router::definitions::Definitions;
 
@@ -271,7 +271,7 @@ impl ServerState {
     }
 
     /// How a change of plugin `id`'s definitions is taken.
-    fn drift_policy(&self, id: &str) -> crate::policy::DriftPolicy {
+    fn drift_policy(&self, id: &str) -> DriftPolicy {
         self.drift.read().unwrap_or_else(|e| e.into_inner()).of(id)
     }
 
@@ -496,29 +496,12 @@ impl ServerState {
         if drift.is_empty() {
             return true;
         }
-        let diff = drift.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  ");
-        let shown = Escaped(plugin);
-        match self.drift_policy(plugin) {
-            DriftPolicy::Allow => {
-                tracing::info!(plugin = %shown, drift = "allow", "plugin `{shown}` announced changed definitions:\n  {diff}");
-                true
-            }
-            DriftPolicy::Warn => {
-                tracing::warn!(plugin = %shown, drift = "warn", "plugin `{shown}` announced changed definitions (served):\n  {diff}");
-                true
-            }
-            policy @ (DriftPolicy::Hold | DriftPolicy::Block) => {
-                tracing::error!(
-                    plugin = %shown,
-                    refusal = "drift",
-                    drift = policy.as_str(),
-                    "refused a list change: plugin `{shown}` announced changed definitions while serving (drift = {}); the previous lists stay served:\n  {diff}",
-                    policy.as_str()
-                );
-                count_refusal(plugin, "drift");
-                false
-            }
+        let policy = self.drift_policy(plugin);
+        policy.log(plugin, DriftSource::Announcement, &drift.iter().map(ToString::to_string).collect::<Vec<_>>());
+        if !policy.serves() {
+            count_refusal(plugin, "drift");
         }
+        policy.serves()
     }
 }
 

@@ -66,3 +66,45 @@ impl DriftPolicies {
         self.plugins.get(id).copied().unwrap_or(self.default)
     }
 }
+
+/// Where a change of a plugin's definitions came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriftSource {
+    /// A new version of its file, found in the folder.
+    Update,
+    /// The running plugin announced that its lists changed.
+    Announcement,
+}
+
+impl DriftPolicy {
+    /// Whether a change of definitions is served under this policy.
+    pub fn serves(self) -> bool {
+        matches!(self, DriftPolicy::Allow | DriftPolicy::Warn)
+    }
+
+    /// Logs a change of `plugin`'s definitions (`diff`, one line per change) as this policy takes
+    /// it: at info when allowed, as a warning when served with a warning or when an update is
+    /// held, as an error when refused. A refused announcement is a refusal (`refusal = "drift"`);
+    /// a held or refused update becomes a problem of the folder, which says so itself.
+    pub fn log(self, plugin: &str, source: DriftSource, diff: &[String]) {
+        let shown = crate::escape::Escaped(plugin);
+        let drift = self.as_str();
+        let what = match source {
+            DriftSource::Update => "changed its definitions",
+            DriftSource::Announcement => "announced changed definitions",
+        };
+        let diff = diff.join("\n  ");
+        match (self, source) {
+            (DriftPolicy::Allow, _) => tracing::info!(plugin = %shown, drift, "plugin `{shown}` {what}:\n  {diff}"),
+            (DriftPolicy::Warn, _) => tracing::warn!(plugin = %shown, drift, "plugin `{shown}` {what} (served):\n  {diff}"),
+            (DriftPolicy::Hold, DriftSource::Update) => tracing::warn!(plugin = %shown, drift, "plugin `{shown}` {what}; held until accepted:\n  {diff}"),
+            (DriftPolicy::Block, DriftSource::Update) => tracing::error!(plugin = %shown, drift, "plugin `{shown}` {what}; update refused:\n  {diff}"),
+            (DriftPolicy::Hold | DriftPolicy::Block, DriftSource::Announcement) => tracing::error!(
+                plugin = %shown,
+                refusal = "drift",
+                drift,
+                "refused a list change: plugin `{shown}` {what} while serving (drift = {drift}); the previous lists stay served:\n  {diff}"
+            ),
+        }
+    }
+}

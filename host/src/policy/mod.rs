@@ -23,7 +23,7 @@ use std::time::Duration;
 
 pub use access::{AccessDecision, AccessRules, Approval, Effect, ItemKind, Pattern, Rule, Who};
 pub use address::{SpecialUse, canonical as canonical_ip, special_use};
-pub use drift::{DriftPolicies, DriftPolicy, DriftPolicyError};
+pub use drift::{DriftPolicies, DriftPolicy, DriftPolicyError, DriftSource};
 pub use files::{GrantConflict, GrantRef, Protected, check_file_grants};
 pub use network::{EgressRules, PatternProblem, Target, parse_exact_target};
 pub use rates::{Rate, RateError, RateRules};
