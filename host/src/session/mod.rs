@@ -45,9 +45,7 @@ pub use crate::mcp::{
     META_SUBSCRIPTION_ID, MISSING_REQUIRED_CLIENT_CAPABILITY, SERVER_BUSY, ServerLimits, ServerState, TASK_AFTER, TASKS_EXTENSION, is_modern,
 };
 pub use crate::router::HeaderParam;
-pub use outbound::{
-    BATCH_BYTES, BATCH_MESSAGES, Outbound, OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, Slot, TransportClosed, outbound, outbound_charged,
-};
+pub use outbound::{BATCH_MESSAGES, Outbound, OutboundLimits, OutboundReceiver, Outgoing, OutgoingKind, Slot, TransportClosed, outbound, outbound_charged};
 
 use batch::{Batch, Dest};
 

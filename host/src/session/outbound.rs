@@ -240,7 +240,7 @@ impl OutboundReceiver {
 /// The most messages a writer's batch holds (`OutboundReceiver::fill_batch`).
 pub const BATCH_MESSAGES: usize = 64;
 /// The bytes after which a writer's batch takes no more messages.
-pub const BATCH_BYTES: usize = 64 * 1024;
+pub(crate) const BATCH_BYTES: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
