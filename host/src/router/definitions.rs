@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Router;
+use crate::escape::Escaped;
 use crate::jsonrpc::canonical;
 
 /// What kind of item a definition is.
@@ -161,6 +162,8 @@ fn leaves(value: &Value, at: String, out: &mut BTreeMap<String, String>) {
     match value {
         Value::Object(map) if !map.is_empty() => {
             for (key, inner) in map {
+                // A key is the plugin's text: escaped as a log line needs, and shortened.
+                let key = crate::escape::escape(&crate::escape::shorten(key));
                 leaves(inner, format!("{at}/{}", key.replace('~', "~0").replace('/', "~1")), out);
             }
         }
@@ -178,17 +181,19 @@ fn leaves(value: &Value, at: String, out: &mut BTreeMap<String, String>) {
 /// A value as a drift line quotes it: canonical JSON, escaped for a log line, shortened.
 fn quoted(value: impl AsRef<str>) -> String {
     let text = value.as_ref();
+    // Canonical JSON escapes control characters, not the ones that reorder text.
     let shown: String = crate::escape::shorten(text).chars().take(QUOTED).collect();
+    let shown = crate::escape::escape(&shown);
     if text.chars().count() > QUOTED { format!("{shown}…") } else { shown }
 }
 
 impl fmt::Display for Drift {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Drift::Added { kind, name } => write!(f, "+ {} `{}`", kind.as_str(), crate::escape::shorten(name)),
-            Drift::Removed { kind, name } => write!(f, "- {} `{}`", kind.as_str(), crate::escape::shorten(name)),
+            Drift::Added { kind, name } => write!(f, "+ {} `{}`", kind.as_str(), Escaped(&crate::escape::shorten(name))),
+            Drift::Removed { kind, name } => write!(f, "- {} `{}`", kind.as_str(), Escaped(&crate::escape::shorten(name))),
             Drift::Changed { kind, name, changes } => {
-                write!(f, "~ {} `{}`", kind.as_str(), crate::escape::shorten(name))?;
+                write!(f, "~ {} `{}`", kind.as_str(), Escaped(&crate::escape::shorten(name)))?;
                 for change in changes {
                     write!(f, "\n    {change}")?;
                 }
@@ -276,5 +281,21 @@ mod tests {
         assert!(changes.contains(&"inputSchema: - /properties/b/type = \"number\"".to_owned()), "{changes:?}");
         let description = changes.iter().find(|c| c.starts_with("description")).expect("the description");
         assert!(description.len() < 400 && !description.contains('\u{1b}'), "{description}");
+    }
+
+    #[test]
+    fn schema_keys_and_text_that_reorders_or_breaks_lines_reach_no_drift_line_raw() {
+        let forged = "a\n2026-11-28T00:00:00Z ERROR forged\u{202e}";
+        let old = definitions(&[(DefinitionKind::Tool, "t", json!({"inputSchema": {"properties": {}}, "description": "plain"}))]);
+        let new = definitions(&[(
+            DefinitionKind::Tool,
+            "t",
+            json!({"inputSchema": {"properties": {forged: {"type": "string"}}}, "description": format!("turned {forged}")}),
+        )]);
+        let shown = old.drift(&new).iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        // Every line break left is the diff's own, each followed by its indentation.
+        assert!(shown.lines().skip(1).all(|line| line.starts_with("    ")), "{shown}");
+        assert!(!shown.contains('\u{202e}') && shown.contains("\\u{202e}"), "{shown}");
+        assert!(shown.contains("/properties/a\\n2026"), "{shown}");
     }
 }
