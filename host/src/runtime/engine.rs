@@ -1,12 +1,17 @@
 //! The process-wide `Engine`: epoch interruption, the pooling allocator sized explicitly (with an
 //! on-demand fallback when the address space is short) and tuned for a fresh instance per call,
-//! and the epoch ticker thread.
+//! built on a thread of its own beside the start; and the epoch ticker thread.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::RuntimeOptions;
+use super::imports::linker::host_linker;
+use super::load_error::LoadError;
+use super::sandbox::store_state::HostState;
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to tokio.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -32,20 +37,82 @@ pub enum SlotReset {
     OnDemand,
 }
 
-/// Builds the engine; returns it and how its instance slots are reset.
-pub(crate) fn build(options: &RuntimeOptions) -> Result<(Engine, SlotReset), wasmtime::Error> {
-    if options.pooling {
-        let reset = if options.keep_resident && PoolingAllocationConfig::is_pagemap_scan_available() { SlotReset::DirtyPages } else { SlotReset::Decommit };
-        let mut config = base_config(options);
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(options, reset)));
-        match Engine::new(&config) {
-            Ok(engine) => return Ok((engine, reset)),
-            Err(err) => {
-                tracing::warn!(error = %err, "pooling allocator unavailable, falling back to on-demand instance allocation");
-            }
+/// The engine without an instance pool: what compiled code is checked against (the pooled
+/// engine compiles the same way) and the fallback when the pool cannot be set up. Built at once:
+/// a configuration wasmtime refuses is an error of the start.
+pub(crate) fn on_demand(options: &RuntimeOptions) -> Result<Engine, wasmtime::Error> {
+    Engine::new(&base_config(options))
+}
+
+/// The engine that runs plugins, with the host linker for it.
+pub(crate) struct Built {
+    pub(crate) engine: Engine,
+    pub(crate) slot_reset: SlotReset,
+    /// The host linker, or why the host interfaces could not be linked.
+    pub(crate) linker: Result<Arc<Linker<HostState>>, String>,
+}
+
+/// The engine that runs plugins, being built. Setting up the instance pool costs a guard page per
+/// fiber stack (an `mprotect` each: milliseconds for a pool of hundreds of stacks), which a start
+/// that serves its plugins from recorded catalogs need not wait for. A thread of its own builds
+/// it from `start`; the first use that needs it before then waits for that build (or builds it
+/// itself, if the thread could not be started).
+pub(crate) struct PendingEngine {
+    built: OnceLock<Built>,
+    options: RuntimeOptions,
+    on_demand: Engine,
+}
+
+impl PendingEngine {
+    /// Starts building the engine of `options`; `on_demand` is the fallback.
+    pub(crate) fn start(options: RuntimeOptions, on_demand: Engine) -> Arc<PendingEngine> {
+        let pending = Arc::new(PendingEngine { built: OnceLock::new(), options, on_demand });
+        let building = Arc::clone(&pending);
+        if let Err(err) = std::thread::Builder::new().name("paddock-engine".to_owned()).spawn(move || {
+            building.get();
+        }) {
+            tracing::debug!(error = %err, "the engine is built by its first use");
+        }
+        pending
+    }
+
+    /// The engine, once built.
+    pub(crate) fn get(&self) -> &Built {
+        self.built.get_or_init(|| self.build())
+    }
+
+    /// The engine, if it is built already.
+    pub(crate) fn ready(&self) -> Option<&Built> {
+        self.built.get()
+    }
+
+    fn build(&self) -> Built {
+        let (engine, slot_reset) = pooled(&self.options).unwrap_or_else(|| (self.on_demand.clone(), SlotReset::OnDemand));
+        tracing::debug!(?slot_reset, "instance slots");
+        let linker = host_linker(&engine).map(Arc::new).map_err(|err| match err {
+            LoadError::Link(why) => why,
+            other => other.to_string(),
+        });
+        start_ticker(&engine);
+        Built { engine, slot_reset, linker }
+    }
+}
+
+/// The engine with its instance pool, unless the pool is off or cannot be set up.
+fn pooled(options: &RuntimeOptions) -> Option<(Engine, SlotReset)> {
+    if !options.pooling {
+        return None;
+    }
+    let reset = if options.keep_resident && PoolingAllocationConfig::is_pagemap_scan_available() { SlotReset::DirtyPages } else { SlotReset::Decommit };
+    let mut config = base_config(options);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(options, reset)));
+    match Engine::new(&config) {
+        Ok(engine) => Some((engine, reset)),
+        Err(err) => {
+            tracing::warn!(error = %err, "pooling allocator unavailable, falling back to on-demand instance allocation");
+            None
         }
     }
-    Ok((Engine::new(&base_config(options))?, SlotReset::OnDemand))
 }
 
 fn base_config(options: &RuntimeOptions) -> Config {
@@ -79,7 +146,7 @@ fn pooling_config(options: &RuntimeOptions, reset: SlotReset) -> PoolingAllocati
 }
 
 /// Starts the thread that advances the epoch; it stops by itself once the engine is dropped.
-pub(crate) fn start_ticker(engine: &Engine) {
+fn start_ticker(engine: &Engine) {
     let weak = engine.weak();
     let spawned = std::thread::Builder::new().name("paddock-epoch".to_owned()).spawn(move || {
         while let Some(engine) = weak.upgrade() {

@@ -101,27 +101,30 @@ pub enum RuntimeError {
 /// The process-wide WebAssembly runtime.
 #[derive(Clone)]
 pub struct Runtime {
-    engine: Engine,
+    /// The engine with its instance pool, and the host interfaces linked once for every plugin:
+    /// built beside the start, waited for by the first load that needs them.
+    engine: Arc<engine::PendingEngine>,
     cache: Option<load::cache::Cache>,
     global: Arc<Semaphore>,
     max_instances: usize,
-    /// The host interfaces, linked once for every plugin.
-    linker: Arc<Linker<sandbox::store_state::HostState>>,
-    slot_reset: SlotReset,
     max_memory: u64,
     services: sandbox::prepared::HostServices,
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("slot_reset", &self.slot_reset).field("cache", &self.cache_dir()).finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("slot_reset", &self.engine.ready().map(|built| built.slot_reset))
+            .field("cache", &self.cache_dir())
+            .finish_non_exhaustive()
     }
 }
 
 impl Runtime {
-    /// Builds the engine, starts the epoch ticker and opens the cache. A cache folder that cannot
-    /// be created, or that another user could have written, is logged with the fix and the
-    /// runtime compiles without a cache.
+    /// Starts building the engine (on a thread of its own: the instance pool takes a while to
+    /// set up) and opens the cache. The epoch ticker starts with the engine. A cache folder that
+    /// cannot be created, or that another user could have written, is logged with the fix and
+    /// the runtime compiles without a cache.
     pub fn new(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
         let options = RuntimeOptions { max_memory: options.max_memory.max(1 << 20), ..options };
         let resolver = options.resolver.clone().unwrap_or_else(|| Arc::new(SystemResolver));
@@ -129,15 +132,13 @@ impl Runtime {
             egress: sandbox::egress::Egress::new(resolver),
             descriptors: Arc::new(sandbox::descriptors::DescriptorPool::for_process(options.max_descriptors, options.host_descriptors)),
         };
-        let (engine, slot_reset) = engine::build(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        tracing::debug!(?slot_reset, "instance slots");
-        let linker = Arc::new(imports::linker::host_linker(&engine).map_err(|e| RuntimeError::Engine(e.to_string()))?);
-        engine::start_ticker(&engine);
+        // Compiled code is filed under this engine's fingerprint, the pooled engine's too.
+        let on_demand = engine::on_demand(&options).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let cache = if options.no_cache {
             None
         } else {
             match options.cache_dir.clone().or_else(default_cache_dir) {
-                Some(dir) => match load::cache::Cache::open(&dir, &engine) {
+                Some(dir) => match load::cache::Cache::open(&dir, &on_demand) {
                     Ok(cache) => Some(cache),
                     Err(err) => {
                         tracing::warn!(dir = %dir.display(), error = %err, "cannot use the compiled-plugin cache; compiling every start");
@@ -152,7 +153,9 @@ impl Runtime {
         };
         let global = Arc::new(Semaphore::new(options.max_instances.max(1) as usize));
         let max_instances = options.max_instances.max(1) as usize;
-        Ok(Runtime { engine, cache, global, max_instances, linker, slot_reset, max_memory: options.max_memory, services })
+        let max_memory = options.max_memory;
+        let engine = engine::PendingEngine::start(options, on_demand);
+        Ok(Runtime { engine, cache, global, max_instances, max_memory, services })
     }
 
     /// Plugin instances running now, and how many may run at once.
@@ -170,14 +173,26 @@ impl Runtime {
         self.cache.as_ref().map(|c| c.path_for(wasm))
     }
 
-    /// Whether the pooling allocator is in use (false after the on-demand fallback).
+    /// Whether the pooling allocator is in use (false after the on-demand fallback). Waits for
+    /// the engine.
     pub fn is_pooling(&self) -> bool {
-        self.slot_reset != SlotReset::OnDemand
+        self.slot_reset() != SlotReset::OnDemand
     }
 
-    /// How instance slots are reset between calls.
+    /// How instance slots are reset between calls. Waits for the engine.
     pub fn slot_reset(&self) -> SlotReset {
-        self.slot_reset
+        self.engine.get().slot_reset
+    }
+
+    /// The engine that runs plugins. Waits for it: call it off the async workers (it is ready
+    /// once anything was compiled or loaded with it).
+    fn engine(&self) -> &Engine {
+        &self.engine.get().engine
+    }
+
+    /// The host interfaces, linked for the engine.
+    fn linker(&self) -> Result<&Linker<sandbox::store_state::HostState>, LoadError> {
+        self.engine.get().linker.as_deref().map_err(|why| LoadError::Link(why.clone()))
     }
 
     /// Host file descriptors all plugins together may hold (the open-file limit less a

@@ -639,6 +639,20 @@ mod tests {
     }
 
     #[test]
+    fn the_engine_without_a_pool_has_the_fingerprint_of_the_pooled_engine_that_runs_the_code() {
+        use crate::runtime::engine::{PendingEngine, on_demand};
+        let options = crate::runtime::RuntimeOptions { max_instances: 4, ..Default::default() };
+        let unpooled = on_demand(&options).expect("an engine");
+        let pending = PendingEngine::start(options.clone(), unpooled.clone());
+        let built = pending.get();
+        assert_ne!(built.slot_reset, crate::runtime::SlotReset::OnDemand, "the pool was set up");
+        assert_eq!(engine_digest(&unpooled), engine_digest(&built.engine));
+        // A setting that changes the code changes the fingerprint.
+        let other = on_demand(&crate::runtime::RuntimeOptions { max_memory: options.max_memory * 2, ..options }).expect("an engine");
+        assert_ne!(engine_digest(&unpooled), engine_digest(&other));
+    }
+
+    #[test]
     fn a_cache_error_says_its_reason_once_even_printed_with_its_chain() {
         let error = CacheError::Io { action: "open", path: "/cache/key".into(), error: std::io::Error::from(std::io::ErrorKind::PermissionDenied) };
         let shown = error.to_string();

@@ -267,7 +267,7 @@ fn read_to_compile(path: &Path, digest: &[u8; 32]) -> Result<Vec<u8>, LoadError>
 /// stores it when there is a cache). Blocking.
 fn build(runtime: &Runtime, path: &Path, digest: &[u8; 32]) -> Result<(Component, CacheOutcome), LoadError> {
     let cached = match &runtime.cache {
-        Some(cache) => match cache.lookup(&runtime.engine, digest) {
+        Some(cache) => match cache.lookup(runtime.engine(), digest) {
             Lookup::Hit(component) => return Ok((component, CacheOutcome::Hit)),
             Lookup::Missing => Some((cache, CacheOutcome::Compiled)),
             Lookup::Discarded => Some((cache, CacheOutcome::Recompiled)),
@@ -276,8 +276,8 @@ fn build(runtime: &Runtime, path: &Path, digest: &[u8; 32]) -> Result<(Component
     };
     let bytes = read_to_compile(path, digest)?;
     let built = match cached {
-        Some((cache, outcome)) => cache.compile_and_store(&runtime.engine, &bytes, digest, outcome),
-        None => Component::new(&runtime.engine, &bytes).map(|c| (c, CacheOutcome::Uncached)),
+        Some((cache, outcome)) => cache.compile_and_store(runtime.engine(), &bytes, digest, outcome),
+        None => Component::new(runtime.engine(), &bytes).map(|c| (c, CacheOutcome::Uncached)),
     };
     drop(bytes);
     crate::allocator::release_free_memory();

@@ -256,7 +256,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Result<Inspection, LoadP
     let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
     check_world(&component).map_err(problem)?;
     let sandbox = Sandbox::new(&id, Grant::default(), runtime.services.clone()).map_err(|e| problem(e.into()))?;
-    let pre = WasmPlugin::link(&runtime.linker, &component).map_err(problem)?;
+    let pre = WasmPlugin::link(runtime.linker().map_err(problem)?, &component).map_err(problem)?;
     let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone(), None).await.map_err(problem)?;
     Ok(Inspection { path: path.to_path_buf(), catalog: plugin.catalog().clone(), imports, exports })
 }
@@ -298,7 +298,7 @@ pub(crate) async fn load_one(
                 let _turn = compiles.after_start(&waiting).await;
                 let (component, _, _) = compiles.component_with_digest(&runtime, &path, digest, identity).await?;
                 check_world(&component)?;
-                WasmPlugin::link(&runtime.linker, &component)
+                WasmPlugin::link(runtime.linker()?, &component)
             };
             Ok((WasmPlugin::deferred(catalog, sandbox, global, record, wanted, loading), CacheOutcome::Recorded, digest))
         }
@@ -317,7 +317,7 @@ async fn load_linked(
 ) -> Result<(WasmPlugin, CacheOutcome, [u8; 32]), LoadError> {
     let (component, cache, digest) = compiles.component_with_digest(runtime, path, digest, identity).await?;
     check_world(&component)?;
-    let pre = WasmPlugin::link(&runtime.linker, &component)?;
+    let pre = WasmPlugin::link(runtime.linker()?, &component)?;
     let plugin = WasmPlugin::new(pre, sandbox, runtime.global.clone(), record).await?;
     Ok((plugin, cache, digest))
 }
